@@ -1,0 +1,44 @@
+"""The vector store contract. LanceDB (embedded default) and Pinecone implement it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class VectorRecord:
+    id: str
+    vector: Sequence[float]
+    metadata: dict[str, Any]  # at least: url, key, heading_path, content_hash, text, source,
+    #                           chunk_index, fetched_at, index_version
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    id: str
+    score: float  # cosine similarity, higher is closer
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+class VectorStore(Protocol):
+    """One physical index; `namespace` separates sources and index versions."""
+
+    def upsert(self, namespace: str, records: Sequence[VectorRecord]) -> None:
+        """Insert or overwrite by id. Idempotent."""
+
+    def delete(self, namespace: str, ids: Sequence[str]) -> None:
+        """Delete by id. Ids that do not exist are ignored. Idempotent."""
+
+    def list_hashes(self, namespace: str) -> dict[str, str]:
+        """Every record id in the namespace mapped to its `content_hash` metadata."""
+
+    def records(self, namespace: str) -> Iterator[dict[str, Any]]:
+        """Every record's metadata plus its `id` (no vectors), for dumps."""
+
+    def query(self, namespace: str, vector: Sequence[float], k: int) -> list[Hit]:
+        """Top-k records by cosine similarity."""
+
+    def drop_namespace(self, namespace: str) -> None:
+        """Remove a namespace and all its records. Idempotent."""

@@ -1,0 +1,180 @@
+"""The sources file: what to crawl, how to embed, where to write. Validated with pydantic.
+
+    sources:
+      - name: docs
+        sitemap: http://127.0.0.1:8000/sitemap.xml
+    embedder: {provider: local}
+    vector_store: {provider: lancedb}
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+DEFAULT_SOURCES = "sources.yaml"
+
+
+class ConfigError(ValueError):
+    """The sources file is missing or invalid; the message names the file and the setting."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FetchPolicy(_Strict):
+    """How to crawl one source politely and what each HTTP answer means."""
+
+    user_agent: str = "freshness-pipeline/0.1 (+{contact})"
+    contact: str = "ops@example.invalid"
+    timeout_s: float = 10.0
+    max_retries: int = 2  # on 5xx / 429 / timeouts, within one run
+    backoff_s: float = 0.5  # base of the exponential backoff between retries
+    max_retry_after_s: float = 30.0  # a longer Retry-After is not waited for: the page errors
+    concurrency: int = 8  # requests in flight per host
+    rate_per_s: float | None = None  # per-host request rate cap; None = no cap beyond robots
+    obey_robots: bool = True
+    max_redirects: int = 5
+    max_bytes: int = 5_000_000
+    missing_after: int = 3  # consecutive misses before a known page is declared gone
+    soft_404_min_chars: int = 200  # extracted text shorter than this on a 200 is flagged
+    keep_query_params: list[str] = Field(default_factory=list)  # e.g. ["version"]
+    drop_query: bool = True  # drop every other query parameter
+
+
+class DiscoveryPolicy(_Strict):
+    """Link discovery within a scope, when `start_urls` are given (besides sitemaps)."""
+
+    scope_prefix: str | None = None  # default: the start URL's directory
+    include: list[str] = Field(default_factory=list)  # regexes on the normalized URL
+    exclude: list[str] = Field(default_factory=list)
+    max_pages: int = 10_000
+    max_depth: int = 10
+
+
+class NoisePolicy(_Strict):
+    """Normalization rules applied before hashing. Each named rule can be turned off."""
+
+    disabled_rules: list[str] = Field(default_factory=list)
+    repeated_block_share: float = 0.6  # a block on more than this share of pages is template
+    fuzzy_threshold: int = 3  # simhash Hamming distance counted as unchanged; 0 = exact only
+
+
+class ChunkPolicy(_Strict):
+    token_budget: int = 400  # sections over this many tokens are split further
+    encoding: str = "cl100k_base"
+
+
+class TierRule(_Strict):
+    pattern: str  # regex on the normalized URL
+    tier: Literal["hot", "warm", "cold"]
+
+
+class TierPolicy(_Strict):
+    rules: list[TierRule] = Field(default_factory=list)
+    default: Literal["hot", "warm", "cold"] = "warm"
+    hot_every_h: float = 4.0
+    warm_every_h: float = 24.0
+    cold_every_h: float = 168.0
+
+
+class CheckPolicy(_Strict):
+    stale_warn: float = 0.02
+    stale_error: float = 0.10
+    spike_min_share: float = 0.5  # a run changing more than this share of sections ...
+    spike_factor: float = 4.0  # ... and this many times its recent median is a spike
+
+
+class Source(_Strict):
+    name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$")]
+    sitemap: str | None = None
+    start_urls: list[str] = Field(default_factory=list)
+    fetch: FetchPolicy = FetchPolicy()
+    discovery: DiscoveryPolicy = DiscoveryPolicy()
+    noise: NoisePolicy = NoisePolicy()
+    chunking: ChunkPolicy = ChunkPolicy()
+    tiers: TierPolicy = TierPolicy()
+    checks: CheckPolicy = CheckPolicy()
+    golden_set: str | None = None  # path to a YAML file of {query, expect} pairs
+
+    @model_validator(mode="after")
+    def _has_an_entry_point(self) -> Source:
+        if not self.sitemap and not self.start_urls:
+            raise ValueError("needs `sitemap` or `start_urls`")
+        return self
+
+
+class EmbedderConfig(_Strict):
+    provider: Literal["local", "openai", "hashing"] = "local"
+    model: str | None = None  # default per provider
+    dimensions: int | None = None
+    base_url: str | None = None  # OpenAI-compatible servers
+    batch_size: int = 64
+    max_batch_tokens: int = 250_000
+
+
+class VectorStoreConfig(_Strict):
+    provider: Literal["lancedb", "pinecone"] = "lancedb"
+    path: str | None = None  # lancedb: default $DAGSTER_HOME/vectors
+    index_name: str | None = None  # pinecone
+    host: str | None = None  # pinecone data-plane host (or a local stand-in)
+
+
+class Settings(_Strict):
+    sources: list[Source]
+    embedder: EmbedderConfig = EmbedderConfig()
+    vector_store: VectorStoreConfig = VectorStoreConfig()
+    state_url: str | None = None  # SQLAlchemy URL; default sqlite under $DAGSTER_HOME
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> Settings:
+        names = [s.name for s in self.sources]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"duplicate source names: {', '.join(dupes)}")
+        return self
+
+    def source(self, name: str) -> Source:
+        for s in self.sources:
+            if s.name == name:
+                return s
+        known = ", ".join(s.name for s in self.sources)
+        raise ConfigError(f"unknown source {name!r}; the sources file defines: {known}")
+
+
+def sources_path(explicit: str | os.PathLike[str] | None = None) -> Path:
+    return Path(explicit or os.environ.get("FRESHNESS_SOURCES") or DEFAULT_SOURCES)
+
+
+def dagster_home() -> Path:
+    return Path(os.environ.get("DAGSTER_HOME") or "dagster_home").resolve()
+
+
+def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
+    """Read and validate the sources file; every error names the file and the setting."""
+    p = sources_path(path)
+    try:
+        raw = yaml.safe_load(p.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: sources file not found (set --sources or $FRESHNESS_SOURCES)")
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{p}: not valid YAML: {exc}") from exc
+    try:
+        return Settings.model_validate(raw or {})
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in err['loc']) or '(top level)'}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise ConfigError(f"{p}: {problems}") from exc
+
+
+def state_url(settings: Settings) -> str:
+    """The manifest database: $FRESHNESS_STATE_URL, the file's `state_url`, or SQLite."""
+    url = os.environ.get("FRESHNESS_STATE_URL") or settings.state_url
+    return url or f"sqlite:///{dagster_home() / 'freshness.db'}"

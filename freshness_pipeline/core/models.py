@@ -1,0 +1,111 @@
+"""Value types shared by every layer. Pure data: no I/O, no Dagster."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Outcome(StrEnum):
+    """What one fetch of one page means for the index."""
+
+    OK = "ok"  # 200 with real content: (re)segment it
+    NOT_MODIFIED = "not_modified"  # 304, or a body byte-identical to last time
+    GONE = "gone"  # 404 / 410, or missing for N consecutive crawls: delete its sections
+    ERROR = "error"  # 5xx, 429, timeout, connection error, redirect loop: keep, retry later
+    FLAGGED = "flagged"  # 200 but near-empty or error-like (soft 404, bot wall): keep, review
+    SKIPPED = "skipped"  # non-HTML or over the size limit: keep nothing new, delete nothing
+
+
+@dataclass(frozen=True, slots=True)
+class FetchResult:
+    """One page as the fetcher saw it. `url` and `final_url` are normalized."""
+
+    url: str
+    outcome: Outcome
+    status_code: int | None = None
+    final_url: str | None = None  # set when the page redirected somewhere else
+    reason: str = ""
+    html: str | None = None  # body, only when outcome is OK
+    etag: str | None = None
+    last_modified: str | None = None
+    body_sha256: str | None = None
+    fetched_at: float = 0.0  # unix seconds
+    links: tuple[str, ...] = ()  # absolute hrefs found on the page, for link discovery
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """One indexed unit: a heading section, or one chunk of a long one.
+
+    `key` is the section's identity (page URL + heading path) and never depends on its
+    text; `content_hash` is the sha256 of exactly what gets embedded (`embed_text`).
+    """
+
+    key: str
+    chunk_index: int
+    url: str
+    heading_path: tuple[str, ...]
+    ordinal: int  # position of the section within its page
+    text: str  # normalized section body, without the heading line
+    embed_text: str  # what the embedder sees: date header + text
+    content_hash: str
+    simhash: int | None  # None when the text is too short for a fuzzy fingerprint
+    tokens: int
+    page_date: str | None = None  # "YYYY-MM"
+
+    @property
+    def id(self) -> str:
+        """Record id in the vector store, derived from the key."""
+        return record_id(self.key, self.chunk_index)
+
+    @property
+    def heading(self) -> str:
+        return " > ".join(self.heading_path)
+
+
+def record_id(key: str, chunk_index: int) -> str:
+    return f"{key}:{chunk_index}"
+
+
+@dataclass(frozen=True, slots=True)
+class FuzzyMatch:
+    """A section whose exact hash changed but that the fuzzy rule kept as unchanged."""
+
+    id: str
+    url: str
+    distance: int
+    removed_words: tuple[str, ...]
+    added_words: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """A section that kept its text but changed key (page redirect or renamed heading)."""
+
+    old_id: str
+    new: Section
+
+
+@dataclass(slots=True)
+class Plan:
+    """What one refresh of one source will do to the index. Produced by `core.plan`."""
+
+    source: str
+    new: list[Section] = field(default_factory=list)
+    changed: list[Section] = field(default_factory=list)
+    moved: list[Move] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)  # ids kept as they are
+    removed: list[str] = field(default_factory=list)  # ids whose section no longer exists
+    key_redirects: list[tuple[str, str]] = field(default_factory=list)  # old key -> new key
+    fuzzy: list[FuzzyMatch] = field(default_factory=list)
+
+    @property
+    def upserts(self) -> list[Section]:
+        """Every section whose record must be written (vectors come from the cache first)."""
+        return [*self.new, *self.changed, *(m.new for m in self.moved)]
+
+    @property
+    def deletes(self) -> list[str]:
+        """Every record id to delete: removed sections and the old ids of moved ones."""
+        return [*self.removed, *(m.old_id for m in self.moved)]
