@@ -1,0 +1,1 @@
+"""Dagster definitions: assets, checks, sensors and resources on top of the pipeline."""

@@ -1,0 +1,37 @@
+"""Embedders: `make_embedder` builds the one a sources file's `embedder` section names."""
+
+from __future__ import annotations
+
+import os
+
+from freshness_pipeline.adapters.embedders.base import Embedder
+from freshness_pipeline.config import ConfigError, EmbedderConfig
+
+__all__ = ["Embedder", "make_embedder"]
+
+
+def make_embedder(cfg: EmbedderConfig, *, api_key: str | None = None) -> Embedder:
+    """The configured embedder; OpenAI's key is `api_key` or else `$OPENAI_API_KEY`."""
+    if cfg.provider == "hashing":
+        from freshness_pipeline.adapters.embedders.hashing import HashingEmbedder
+
+        return HashingEmbedder(cfg.dimensions or 256)
+    if cfg.provider == "openai":
+        from freshness_pipeline.adapters.embedders.openai_embedder import OpenAIEmbedder
+
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not key:
+            raise ConfigError("embedder.provider is openai but OPENAI_API_KEY is not set")
+        return OpenAIEmbedder(
+            cfg.model or "text-embedding-3-small",
+            cfg.dimensions,
+            api_key=key,
+            base_url=cfg.base_url,
+            max_batch_inputs=min(cfg.batch_size, 2048),
+            max_batch_tokens=cfg.max_batch_tokens,
+        )
+    from freshness_pipeline.adapters.embedders.local import LocalEmbedder
+
+    if cfg.dimensions is not None:
+        raise ConfigError("embedder.dimensions cannot be set for provider local")
+    return LocalEmbedder(cfg.model or "all-MiniLM-L6-v2", batch_size=cfg.batch_size)

@@ -1,0 +1,19 @@
+# The two commands of the README. Both build .venv from pyproject.toml on first use.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[dev]'
+	touch $@
+
+.PHONY: demo test bench
+demo: $(VENV)/.installed
+	$(VENV)/bin/freshness demo
+
+test: $(VENV)/.installed
+	$(PY) -m pytest -q -p no:cacheprovider
+
+bench: $(VENV)/.installed
+	$(PY) -m bench.run

@@ -1,0 +1,445 @@
+"""The state store: crawl state, the manifest, key redirects, the embedding cache, runs.
+
+SQLite by default, the same code on Postgres through a SQLAlchemy URL. The manifest only
+changes in `commit`, one transaction, after the vector store writes succeeded.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import time
+from collections.abc import Collection, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Connection, Engine, Table, create_engine, delete, event, func, select, text
+from sqlalchemy.dialects import postgresql, sqlite
+
+from ...core.models import Plan, Section
+from . import schema
+from .migrate import upgrade
+
+_MASK64 = (1 << 64) - 1
+_CHUNK = 500  # rows per statement where a list goes into an IN (...)
+
+
+class SourceBusy(RuntimeError):
+    """Another run holds the source's lock."""
+
+
+@dataclass(slots=True)
+class SourceState:
+    source: str
+    normalizer_version: str
+    chunker_version: str
+    embed_model: str
+    embed_dims: int
+    active_version: int = 1
+    generation: int = 0
+    template_blocks: list[str] = field(default_factory=list)
+    retired_namespaces: list[str] = field(default_factory=list)
+    updated_at: float = 0.0
+
+
+@dataclass(slots=True)
+class PageRow:
+    source: str
+    url: str
+    fetch_url: str
+    state: str = "live"  # live | gone | moved
+    moved_to: str | None = None
+    outcome: str | None = None
+    status_code: int | None = None
+    reason: str | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    body_sha256: str | None = None
+    markdown: str | None = None
+    text_hash: str | None = None
+    title: str | None = None
+    page_date: str | None = None
+    indexed_signature: str | None = None
+    tier: str = "warm"
+    flag: str | None = None
+    miss_count: int = 0
+    error_count: int = 0
+    lastmod: str | None = None
+    first_seen: float = 0.0
+    last_fetched: float | None = None
+    last_changed: float | None = None
+    change_times: list[float] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeEvent:
+    url: str
+    kind: str  # new | changed | gone
+    content_hash: str | None
+    section_keys: tuple[str, ...]
+
+
+def _signed(v: int | None) -> int | None:
+    return None if v is None else (v - (1 << 64) if v >= 1 << 63 else v)
+
+
+def _unsigned(v: int | None) -> int | None:
+    return None if v is None else v & _MASK64
+
+
+def _section_row(source: str, s: Section, now: float, changed_at: float) -> dict[str, Any]:
+    return {
+        "source": source,
+        "id": s.id,
+        "key": s.key,
+        "chunk_index": s.chunk_index,
+        "url": s.url,
+        "heading_path": list(s.heading_path),
+        "ordinal": s.ordinal,
+        "text": s.text,
+        "embed_text": s.embed_text,
+        "content_hash": s.content_hash,
+        "simhash": _signed(s.simhash),
+        "tokens": s.tokens,
+        "page_date": s.page_date,
+        "indexed_at": now,
+        "changed_at": changed_at,
+    }
+
+
+def _section(row: Any) -> Section:
+    return Section(
+        key=row.key,
+        chunk_index=row.chunk_index,
+        url=row.url,
+        heading_path=tuple(row.heading_path),
+        ordinal=row.ordinal,
+        text=row.text,
+        embed_text=row.embed_text,
+        content_hash=row.content_hash,
+        simhash=_unsigned(row.simhash),
+        tokens=row.tokens,
+        page_date=row.page_date,
+    )
+
+
+def _chunks(items: Collection[str]) -> Iterator[list[str]]:
+    seq = list(items)
+    for i in range(0, len(seq), _CHUNK):
+        yield seq[i : i + _CHUNK]
+
+
+class StateStore:
+    """All durable state of the pipeline behind one SQLAlchemy engine."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine: Engine = create_engine(url, future=True)
+        if self.is_sqlite:
+            Path(self.engine.url.database or ".").parent.mkdir(parents=True, exist_ok=True)
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        upgrade(self.engine)
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.engine.dialect.name == "sqlite"
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # -- locking -------------------------------------------------------------------------
+
+    @contextmanager
+    def lock(self, source: str, *, wait: bool = False) -> Iterator[None]:
+        """Exclusive per-source lock, released even when the process dies.
+
+        Postgres: a session advisory lock (dies with the connection). SQLite: an flock on
+        a file beside the database (dies with the process).
+        """
+        if self.is_sqlite:
+            path = Path(f"{self.engine.url.database}.{source}.lock")
+            with path.open("w") as fh:
+                try:
+                    fcntl.flock(fh, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+                except BlockingIOError:
+                    raise SourceBusy(_busy(source)) from None
+                try:
+                    yield
+                finally:
+                    fcntl.flock(fh, fcntl.LOCK_UN)
+            return
+        lock_id = int.from_bytes(hashlib.sha1(source.encode()).digest()[:8], "big", signed=True)
+        with self.engine.connect() as conn:
+            if wait:
+                conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": lock_id})
+            elif not conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": lock_id}).scalar():
+                raise SourceBusy(_busy(source))
+            try:
+                yield
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": lock_id})
+                conn.commit()
+
+    # -- sources -------------------------------------------------------------------------
+
+    def source_state(self, source: str) -> SourceState | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(schema.sources).where(schema.sources.c.source == source)
+            ).first()
+        return SourceState(**row._asdict()) if row else None
+
+    def save_source_state(self, state: SourceState, conn: Connection | None = None) -> None:
+        state.updated_at = time.time()
+        if conn is None:
+            with self.engine.begin() as c:
+                self._upsert(c, schema.sources, [asdict(state)], ["source"])
+        else:
+            self._upsert(conn, schema.sources, [asdict(state)], ["source"])
+
+    def source_names(self) -> list[str]:
+        with self.engine.connect() as conn:
+            return list(conn.execute(select(schema.sources.c.source)).scalars())
+
+    # -- pages ---------------------------------------------------------------------------
+
+    def load_pages(self, source: str, *, with_markdown: bool = True) -> dict[str, PageRow]:
+        cols = [c for c in schema.pages.c if with_markdown or c.name != "markdown"]
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(*cols).where(schema.pages.c.source == source))
+            return {r.url: PageRow(**r._asdict()) for r in rows}
+
+    def page_markdown(self, source: str, urls: Collection[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        with self.engine.connect() as conn:
+            for part in _chunks(urls):
+                q = select(schema.pages.c.url, schema.pages.c.markdown).where(
+                    schema.pages.c.source == source, schema.pages.c.url.in_(part)
+                )
+                out.update({r.url: r.markdown or "" for r in conn.execute(q)})
+        return out
+
+    def save_pages(self, rows: Iterable[PageRow], *, with_markdown: bool = True) -> None:
+        dicts = [asdict(r) for r in rows]
+        if not with_markdown:
+            for d in dicts:
+                d.pop("markdown")
+        if dicts:
+            with self.engine.begin() as conn:
+                self._upsert(conn, schema.pages, dicts, ["source", "url"])
+
+    # -- manifest ------------------------------------------------------------------------
+
+    def manifest(self, source: str, urls: Collection[str] | None = None) -> list[Section]:
+        t = schema.sections
+        with self.engine.connect() as conn:
+            if urls is None:
+                q = select(t).where(t.c.source == source).order_by(t.c.url, t.c.ordinal)
+                return [_section(r) for r in conn.execute(q)]
+            out: list[Section] = []
+            for part in _chunks(urls):
+                q = select(t).where(t.c.source == source, t.c.url.in_(part))
+                out.extend(_section(r) for r in conn.execute(q))
+            return out
+
+    def manifest_hashes(self, source: str) -> dict[str, str]:
+        t = schema.sections
+        with self.engine.connect() as conn:
+            q = select(t.c.id, t.c.content_hash).where(t.c.source == source)
+            return {r.id: r.content_hash for r in conn.execute(q)}
+
+    def manifest_count(self, source: str) -> int:
+        t = schema.sections
+        with self.engine.connect() as conn:
+            q = select(func.count()).select_from(t).where(t.c.source == source)
+            return int(conn.execute(q).scalar_one())
+
+    def section_by_key(self, source: str | None, key: str) -> list[Section]:
+        t = schema.sections
+        q = select(t).where(t.c.key == key).order_by(t.c.chunk_index)
+        if source:
+            q = q.where(t.c.source == source)
+        with self.engine.connect() as conn:
+            return [_section(r) for r in conn.execute(q)]
+
+    def resolve_key(self, source: str | None, key: str) -> tuple[str, list[str]]:
+        """Follow key redirects to the current key; returns (key, the hops taken)."""
+        t = schema.key_redirects
+        hops: list[str] = []
+        with self.engine.connect() as conn:
+            while key not in hops and len(hops) < 64:
+                q = select(t.c.new_key).where(t.c.old_key == key)
+                if source:
+                    q = q.where(t.c.source == source)
+                nxt = conn.execute(q).scalar()
+                if nxt is None:
+                    break
+                hops.append(key)
+                key = nxt
+        return key, hops
+
+    # -- embedding cache -----------------------------------------------------------------
+
+    def cached_vectors(self, model: str, dims: int, hashes: Collection[str]) -> dict[str, np.ndarray]:
+        t = schema.embedding_cache
+        out: dict[str, np.ndarray] = {}
+        with self.engine.connect() as conn:
+            for part in _chunks(set(hashes)):
+                q = select(t.c.content_hash, t.c.vector).where(
+                    t.c.model == model, t.c.dims == dims, t.c.content_hash.in_(part)
+                )
+                for r in conn.execute(q):
+                    out[r.content_hash] = np.frombuffer(r.vector, dtype="<f4")
+        return out
+
+    def put_vectors(self, model: str, dims: int, vectors: Mapping[str, np.ndarray]) -> None:
+        now = time.time()
+        rows = [
+            {
+                "model": model,
+                "dims": dims,
+                "content_hash": h,
+                "vector": np.asarray(v, dtype="<f4").tobytes(),
+                "created_at": now,
+            }
+            for h, v in vectors.items()
+        ]
+        if rows:
+            with self.engine.begin() as conn:
+                self._insert_ignore(conn, schema.embedding_cache, rows)
+
+    # -- write-ahead intents -------------------------------------------------------------
+
+    def add_pending(self, source: str, namespace: str, ids: Iterable[str]) -> None:
+        rows = [{"source": source, "namespace": namespace, "id": i} for i in ids]
+        if rows:
+            with self.engine.begin() as conn:
+                self._insert_ignore(conn, schema.pending_writes, rows)
+
+    def pending(self, source: str) -> dict[str, set[str]]:
+        t = schema.pending_writes
+        out: dict[str, set[str]] = {}
+        with self.engine.connect() as conn:
+            for r in conn.execute(select(t.c.namespace, t.c.id).where(t.c.source == source)):
+                out.setdefault(r.namespace, set()).add(r.id)
+        return out
+
+    # -- the commit ----------------------------------------------------------------------
+
+    def commit(
+        self,
+        state: SourceState,
+        plan: Plan,
+        *,
+        base_generation: int,
+        replace_all: bool,
+        signatures: Mapping[str, str | None],
+        events: Iterable[ChangeEvent],
+        run: Mapping[str, Any],
+    ) -> None:
+        """Apply a plan to the manifest in one transaction, after the index writes.
+
+        Refuses (raises) when another commit landed since the plan was made.
+        """
+        source = state.source
+        now = time.time()
+        t = schema.sections
+        with self.engine.begin() as conn:
+            current = conn.execute(
+                select(schema.sources.c.generation).where(schema.sources.c.source == source)
+            ).scalar()
+            if (current or 0) != base_generation:
+                raise RuntimeError(
+                    f"source {source!r}: the manifest changed since this plan was made "
+                    f"(generation {base_generation} -> {current}); re-run the refresh"
+                )
+            if replace_all:
+                conn.execute(delete(t).where(t.c.source == source))
+            else:
+                for part in _chunks([*plan.deletes, *(s.id for s in plan.changed)]):
+                    conn.execute(delete(t).where(t.c.source == source, t.c.id.in_(part)))
+            rows = [_section_row(source, s, now, now) for s in [*plan.new, *plan.changed]]
+            rows += [_section_row(source, m.new, now, now) for m in plan.moved]
+            for i in range(0, len(rows), _CHUNK):
+                conn.execute(t.insert(), rows[i : i + _CHUNK])
+            if plan.key_redirects:
+                self._upsert(
+                    conn,
+                    schema.key_redirects,
+                    [
+                        {"source": source, "old_key": o, "new_key": n, "created_at": now}
+                        for o, n in plan.key_redirects
+                    ],
+                    ["source", "old_key"],
+                )
+                # A key that is live again is no longer redirected.
+                live_keys = {s.key for s in plan.upserts}
+                for part in _chunks(live_keys):
+                    conn.execute(
+                        delete(schema.key_redirects).where(
+                            schema.key_redirects.c.source == source,
+                            schema.key_redirects.c.old_key.in_(part),
+                        )
+                    )
+            p = schema.pages
+            for url, sig in signatures.items():
+                conn.execute(
+                    p.update()
+                    .where(p.c.source == source, p.c.url == url)
+                    .values(indexed_signature=sig)
+                )
+            ev = [
+                {
+                    "source": source,
+                    "url": e.url,
+                    "kind": e.kind,
+                    "content_hash": e.content_hash,
+                    "section_keys": list(e.section_keys),
+                    "created_at": now,
+                }
+                for e in events
+            ]
+            if ev:
+                conn.execute(schema.change_events.insert(), ev)
+            conn.execute(delete(schema.pending_writes).where(schema.pending_writes.c.source == source))
+            state.generation = base_generation + 1
+            self.save_source_state(state, conn)
+            conn.execute(schema.runs.insert(), [{"source": source, **run}])
+
+    # -- runs ----------------------------------------------------------------------------
+
+    def runs(self, source: str, limit: int = 20) -> list[dict[str, Any]]:
+        t = schema.runs
+        with self.engine.connect() as conn:
+            q = select(t).where(t.c.source == source).order_by(t.c.id.desc()).limit(limit)
+            return [r._asdict() for r in conn.execute(q)]
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _upsert(self, conn: Connection, table: Table, rows: list[dict[str, Any]], keys: list[str]) -> None:
+        dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+        for i in range(0, len(rows), _CHUNK):
+            part = rows[i : i + _CHUNK]
+            stmt = dialect.insert(table).values(part)
+            cols = {c: stmt.excluded[c] for c in part[0] if c not in keys}
+            conn.execute(stmt.on_conflict_do_update(index_elements=keys, set_=cols))
+
+    def _insert_ignore(self, conn: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
+        dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+        for i in range(0, len(rows), _CHUNK):
+            conn.execute(dialect.insert(table).values(rows[i : i + _CHUNK]).on_conflict_do_nothing())
+
+
+def _busy(source: str) -> str:
+    return f"source {source!r} is being refreshed by another run; try again when it finishes"
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.close()

@@ -1,0 +1,171 @@
+"""Embedded LanceDB vector store: one table per namespace, on local disk.
+
+Each known metadata key is a column (so hashes and dumps never read vectors); any
+other key goes into the `extra` JSON column and comes back merged into the dict.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import lancedb
+import numpy as np
+import pyarrow as pa
+from lancedb.db import LanceDBConnection
+from lancedb.table import LanceTable
+
+from freshness_pipeline.adapters.vectorstores.base import Hit, VectorRecord
+
+_COLUMNS: dict[str, pa.DataType] = {
+    "url": pa.string(),
+    "key": pa.string(),
+    "heading_path": pa.string(),
+    "content_hash": pa.string(),
+    "text": pa.string(),
+    "source": pa.string(),
+    "chunk_index": pa.int64(),
+    "fetched_at": pa.float64(),
+    "index_version": pa.int64(),
+}
+_META_COLUMNS = ["id", *_COLUMNS, "extra"]
+_UPSERT_BATCH = 20_000
+_DELETE_BATCH = 1_000
+
+
+def table_name(namespace: str) -> str:
+    """A LanceDB-safe table name; a hash suffix keeps distinct namespaces distinct."""
+    safe = re.sub(r"[^A-Za-z0-9_-]", "_", namespace)
+    if safe != namespace or not safe:
+        safe = f"{safe}-{hashlib.blake2b(namespace.encode(), digest_size=4).hexdigest()}"
+    return safe
+
+
+def heading_str(value: Any) -> str | None:
+    """`heading_path` as stored: a sequence of headings is joined with " > "."""
+    if value is None or isinstance(value, str):
+        return value
+    return " > ".join(map(str, value))
+
+
+def _schema(dim: int) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("vector", pa.list_(pa.float32(), dim)),
+            *(pa.field(name, type_) for name, type_ in _COLUMNS.items()),
+            pa.field("extra", pa.string()),
+        ]
+    )
+
+
+def _quote(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+class LanceDBStore:
+    """`VectorStore` on an embedded LanceDB database at `path`."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._db = cast(LanceDBConnection, lancedb.connect(str(self.path)))
+
+    def _open(self, namespace: str) -> LanceTable | None:
+        try:
+            return self._db.open_table(table_name(namespace))
+        except ValueError:  # not found
+            return None
+
+    def upsert(self, namespace: str, records: Sequence[VectorRecord]) -> None:
+        if not records:
+            return
+        latest = list({r.id: r for r in records}.values())  # last write wins within a call
+        dim = len(latest[0].vector)
+        schema = _schema(dim)
+        table = self._open(namespace) or self._db.create_table(
+            table_name(namespace), schema=schema, exist_ok=True
+        )
+        have = table.schema.field("vector").type.list_size
+        if have != dim:
+            raise ValueError(f"namespace {namespace!r} holds {have}-d vectors, got {dim}-d")
+        for start in range(0, len(latest), _UPSERT_BATCH):
+            batch = _to_arrow(latest[start : start + _UPSERT_BATCH], schema, dim)
+            (
+                table.merge_insert("id")
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .execute(batch)
+            )
+
+    def delete(self, namespace: str, ids: Sequence[str]) -> None:
+        table = self._open(namespace)
+        if table is None or not ids:
+            return
+        unique = list(dict.fromkeys(ids))
+        for start in range(0, len(unique), _DELETE_BATCH):
+            chunk = unique[start : start + _DELETE_BATCH]
+            table.delete(f"id IN ({', '.join(map(_quote, chunk))})")
+
+    def list_hashes(self, namespace: str) -> dict[str, str]:
+        table = self._open(namespace)
+        if table is None:
+            return {}
+        data = table.search().select(["id", "content_hash"]).limit(None).to_arrow()
+        return dict(zip(data["id"].to_pylist(), data["content_hash"].to_pylist(), strict=True))
+
+    def records(self, namespace: str) -> Iterator[dict[str, Any]]:
+        table = self._open(namespace)
+        if table is None:
+            return
+        reader = table.search().select(_META_COLUMNS).limit(None).to_batches()
+        for batch in reader:
+            for row in batch.to_pylist():
+                yield _from_row(row)
+
+    def query(self, namespace: str, vector: Sequence[float], k: int) -> list[Hit]:
+        table = self._open(namespace)
+        if table is None:
+            return []
+        rows = (
+            table.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
+            .distance_type("cosine")
+            .select([*_META_COLUMNS, "_distance"])
+            .limit(k)
+            .to_arrow()
+            .to_pylist()
+        )
+        return [
+            Hit(id=row["id"], score=1.0 - row.pop("_distance"), metadata=_from_row(row))
+            for row in rows
+        ]
+
+    def drop_namespace(self, namespace: str) -> None:
+        self._db.drop_table(table_name(namespace), ignore_missing=True)
+
+
+def _to_arrow(records: Sequence[VectorRecord], schema: pa.Schema, dim: int) -> pa.Table:
+    vectors = np.asarray([r.vector for r in records], dtype=np.float32)
+    if vectors.shape != (len(records), dim):
+        raise ValueError(f"every vector in one upsert must have {dim} dimensions")
+    columns: dict[str, Any] = {
+        "id": [r.id for r in records],
+        "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), dim),
+    }
+    for name in _COLUMNS:
+        values = [r.metadata.get(name) for r in records]
+        columns[name] = [heading_str(v) for v in values] if name == "heading_path" else values
+    columns["extra"] = [
+        json.dumps(extra, sort_keys=True, default=str) if extra else None
+        for extra in ({k: v for k, v in r.metadata.items() if k not in _COLUMNS} for r in records)
+    ]
+    return pa.table(columns, schema=schema)
+
+
+def _from_row(row: dict[str, Any]) -> dict[str, Any]:
+    extra = row.pop("extra", None)
+    return {**row, **json.loads(extra)} if extra else row

@@ -1,0 +1,168 @@
+"""`freshness`: the command line operators and scripts use. Each command is one library
+call plus formatting; `run` goes through Dagster so every refresh shows up in the UI."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .config import ConfigError, Settings, dagster_home, load_settings
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.func is _demo:
+        return _demo(args)
+    if args.sources:
+        os.environ["FRESHNESS_SOURCES"] = str(Path(args.sources).resolve())
+    os.environ.setdefault("DAGSTER_HOME", str(dagster_home()))
+    try:
+        settings = load_settings()
+        return int(args.func(args, settings) or 0)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="freshness", description=__doc__)
+    p.add_argument("--sources", help="sources file (default $FRESHNESS_SOURCES or sources.yaml)")
+    sub = p.add_subparsers(required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", help="refresh one or every source through Dagster")
+    run.add_argument("--source", help="only this source")
+    run.add_argument("--tier", choices=["hot", "warm", "cold"], help="only pages of this tier")
+    run.add_argument("--json", action="store_true", help="one JSON object per source")
+    run.set_defaults(func=_run)
+
+    dump = sub.add_parser("dump", help="every record in the vector index, as JSON lines")
+    dump.add_argument("--source")
+    dump.set_defaults(func=_dump)
+
+    search = sub.add_parser("search", help="top sections for a query")
+    search.add_argument("query")
+    search.add_argument("-k", type=int, default=5)
+    search.add_argument("--source")
+    search.add_argument("--json", action="store_true")
+    search.set_defaults(func=_search)
+
+    status = sub.add_parser("status", help="per source: pages, sections, last run")
+    status.add_argument("--json", action="store_true")
+    status.set_defaults(func=_status)
+
+    demo = sub.add_parser("demo", help="refresh the shipped demo site twice and search it")
+    demo.add_argument("--home", default="demo_home", help="fresh state folder (default ./demo_home)")
+    demo.add_argument("--embedder", default="local", choices=["local", "hashing"])
+    demo.set_defaults(func=_demo)
+
+    resolve = sub.add_parser("resolve", help="follow a section key's redirects to its current text")
+    resolve.add_argument("key")
+    resolve.add_argument("--source")
+    resolve.add_argument("--json", action="store_true")
+    resolve.set_defaults(func=_resolve)
+    return p
+
+
+def _names(settings: Settings, only: str | None) -> list[str]:
+    return [settings.source(only).name] if only else [s.name for s in settings.sources]
+
+
+def _run(args: argparse.Namespace, settings: Settings) -> int:
+    from .defs.runner import run_refresh
+
+    failed = 0
+    for name in _names(settings, args.source):
+        outcome = run_refresh(name, tier=args.tier)
+        if args.json:
+            print(json.dumps({"source": name, **outcome}, sort_keys=True))
+        else:
+            c = outcome
+            print(
+                f"{name}: crawled: {c.get('crawled', 0)} new: {c.get('new', 0)} changed: {c.get('changed', 0)} "
+                f"unchanged: {c.get('unchanged', 0)} gone: {c.get('gone', 0)} errors: {c.get('errors', 0)}"
+                + (f"  ({c['status']}: {c.get('message', '')})" if c.get("status") != "success" else "")
+            )
+        failed += outcome.get("status") != "success"
+    return 1 if failed else 0
+
+
+def _dump(args: argparse.Namespace, settings: Settings) -> int:
+    from .pipeline.context import SourceContext, namespace
+
+    for name in _names(settings, args.source):
+        ctx = SourceContext.open(settings, name)
+        state = ctx.store.source_state(name)
+        if state is None:
+            continue
+        for rec in ctx.vectors.records(namespace(name, state.active_version)):
+            print(json.dumps(rec, sort_keys=True, default=str))
+        ctx.close()
+    return 0
+
+
+def _search(args: argparse.Namespace, settings: Settings) -> int:
+    from .pipeline.search import search
+
+    hits = search(settings, args.query, k=args.k, source=args.source)
+    if args.json:
+        print(json.dumps([h.as_dict() for h in hits], indent=1))
+        return 0
+    for i, h in enumerate(hits, 1):
+        print(f"{i}. {h.score:.3f}  {h.url}  [{h.heading_path}]  key={h.key}")
+        print(f"   {h.text[:160].replace(chr(10), ' ')}")
+    if not hits:
+        print("no results")
+    return 0
+
+
+def _status(args: argparse.Namespace, settings: Settings) -> int:
+    from .pipeline.status import source_status
+
+    rows = [source_status(settings, s.name) for s in settings.sources]
+    if args.json:
+        print(json.dumps(rows, indent=1, default=str))
+        return 0
+    for r in rows:
+        last = r.get("last_run") or {}
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(last["finished_at"])) if last else "never"
+        print(f"{r['source']}: {r['pages_live']} pages, {r['sections_indexed']} sections indexed; last run {when}")
+        if last:
+            c: dict[str, Any] = last["counts"]
+            print("  " + " ".join(f"{k}: {c.get(k, 0)}" for k in ("crawled", "new", "changed", "unchanged", "gone", "errors")))
+        for url, n in r.get("flapping", []):
+            print(f"  flapping: {url} re-embedded in {n} runs")
+        for url, why in r.get("flagged", []):
+            print(f"  flagged: {url}: {why}")
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .demo.run import run_demo
+
+    return run_demo(Path(args.home), embedder=args.embedder)
+
+
+def _resolve(args: argparse.Namespace, settings: Settings) -> int:
+    from .pipeline.search import resolve
+
+    found = resolve(settings, args.key, source=args.source)
+    if found is None:
+        print(f"unknown key {args.key!r}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(found, indent=1))
+    else:
+        hops = " -> ".join([*found["redirects"], found["key"]])
+        print(f"{hops}\n{found['url']}  [{found['heading_path']}]\n\n{found['text']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

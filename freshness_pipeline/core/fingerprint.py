@@ -1,0 +1,164 @@
+"""Exact and fuzzy fingerprints of section text, and the rule that may forgive an edit.
+
+The fuzzy rule lets a section whose exact hash changed keep its vector when the edit is
+typo-level (simhash within `threshold` bits) and touches no token that can change what the
+text means: numbers, negations and modals, identifiers.
+
+A bit of a simhash flips with probability angle/pi between the two shingle vectors, so on a
+300-word chunk one substituted word costs ~2 bits (more than 3 in ~1 case out of 5) and a
+5% rewrite ~10: threshold 3 forgives punctuation, case, whitespace and repeated-word fixes
+always, single-word typos usually, rewrites never.
+
+Simhash is implemented here rather than taken from PyPI: the `simhash` package (2.1.2) is not a
+dependency, hashes character 4-grams with md5 by default and brings nothing over the
+few lines below, whose features (word 3-shingles) and hash (blake2b) are ours to pin.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "FuzzyVerdict",
+    "content_hash",
+    "fuzzy_unchanged",
+    "hamming",
+    "is_meaningful",
+    "simhash",
+    "word_diff",
+]
+
+SIMHASH_MIN_WORDS = 20  # fewer words give too few shingles for a stable fingerprint
+_BITS = 64
+_SHINGLE = 3
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _simhash_words(text: str) -> list[str]:
+    """Lowercased words without edge punctuation, a word repeated in a row counted once:
+    punctuation, case and "the the" typos then cost no bits at all."""
+    words: list[str] = []
+    for raw in text.split():
+        w = raw.strip(_EDGE_PUNCT).lower()
+        if w and (not words or words[-1] != w):
+            words.append(w)
+    return words
+
+
+def simhash(text: str) -> int | None:
+    """64-bit simhash of the word 3-shingles; None under 20 words."""
+    words = _simhash_words(text)
+    if len(words) < SIMHASH_MIN_WORDS:
+        return None
+    digests = b"".join(
+        hashlib.blake2b(" ".join(words[i : i + _SHINGLE]).encode(), digest_size=_BITS // 8).digest()
+        for i in range(len(words) - _SHINGLE + 1)
+    )
+    bits = np.unpackbits(np.frombuffer(digests, dtype=np.uint8)).reshape(-1, _BITS)
+    majority = bits.sum(axis=0) * 2 > len(bits)  # each bit set in most shingle hashes
+    return int.from_bytes(np.packbits(majority).tobytes(), "big")
+
+
+def hamming(a: int, b: int) -> int:
+    return (a ^ b).bit_count()
+
+
+def word_diff(old: str, new: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(removed words, added words), in text order.
+
+    Aligned on the word sequences rather than compared as bags, so a word that moved (a
+    `not` changing sentence) shows up in both.
+    """
+    a, b = old.split(), new.split()
+    removed: list[str] = []
+    added: list[str] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op != "equal":
+            removed += a[i1:i2]
+            added += b[j1:j2]
+    return tuple(removed), tuple(added)
+
+
+# Words whose addition or removal can flip what a sentence says.
+_FLIP_WORDS = frozenset(
+    """
+    not no nor never none neither without now only unless except always
+    must mustn't shall should shouldn't may might can cannot can't could couldn't
+    will won't would wouldn't do don't does doesn't did didn't is isn't are aren't
+    was wasn't were weren't has hasn't have haven't had hadn't need needn't
+    true false yes off enable enabled disable disabled required optional deprecated
+    """.split()
+)
+_EDGE_PUNCT = "\"'.,;:!?*()[]{}<>«»“”‘’"
+_CODE_CHARS = re.compile(r"[`=_(){}\[\]<>$@#\\|]")
+_CALL = re.compile(r"\w\(")
+_INNER_PUNCT = re.compile(r"\w[./:\-+]\w")
+_INNER_CAPITAL = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]{2}")
+
+
+def is_meaningful(word: str) -> bool:
+    """Whether editing `word` may change meaning: it holds a digit, is a negation / modal /
+    boolean word, or looks like an identifier (`max_retries`, `os.path`, `f()`, `a=b`,
+    `` `x` ``, `get-token`, `camelCase`, `PascalCase`)."""
+    core = word.strip(_EDGE_PUNCT)
+    return (
+        any(c.isdigit() for c in word)
+        or core.lower().replace("’", "'") in _FLIP_WORDS
+        or _CODE_CHARS.search(core) is not None
+        or "`" in word
+        or _CALL.search(word) is not None
+        or _INNER_PUNCT.search(core) is not None
+        or _INNER_CAPITAL.search(core) is not None
+    )
+
+
+_NEGATING_PREFIXES = frozenset("a an un in im il ir non dis de anti".split())
+
+
+def _negated_pair(removed: tuple[str, ...], added: tuple[str, ...]) -> bool:
+    """Whether a word was swapped for its negation by prefix: sync/async, safe/unsafe."""
+    old = {w.strip(_EDGE_PUNCT).lower() for w in removed}
+    new = {w.strip(_EDGE_PUNCT).lower() for w in added}
+    for a in old:
+        for b in new:
+            short, long = sorted((a, b), key=len)
+            if short and long.endswith(short) and long[: -len(short)] in _NEGATING_PREFIXES:
+                return True
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class FuzzyVerdict:
+    """Why an edited section still counts as unchanged."""
+
+    distance: int
+    removed_words: tuple[str, ...]
+    added_words: tuple[str, ...]
+
+
+def fuzzy_unchanged(
+    old_text: str,
+    new_text: str,
+    old_sim: int | None,
+    new_sim: int | None,
+    threshold: int,
+) -> FuzzyVerdict | None:
+    """A verdict when the edit from `old_text` to `new_text` is too small to re-embed for,
+    else None (changed). Threshold 0 means exact hashes only: always None."""
+    if threshold <= 0 or old_sim is None or new_sim is None:
+        return None
+    distance = hamming(old_sim, new_sim)
+    if distance > threshold:
+        return None
+    removed, added = word_diff(old_text, new_text)
+    if any(is_meaningful(w) for w in (*removed, *added)) or _negated_pair(removed, added):
+        return None
+    return FuzzyVerdict(distance, removed, added)

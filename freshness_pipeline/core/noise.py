@@ -1,0 +1,329 @@
+"""Normalization of extracted markdown before it is segmented and hashed.
+
+Each rule is named, can be disabled per source (`NoisePolicy.disabled_rules`) and only
+touches prose: fenced code blocks pass through untouched (bar trailing whitespace). Rules
+are conservative: they remove volatile tokens (dates, relative times, build ids), never
+words that carry meaning. Bump `NORMALIZER_VERSION` whenever a rule's output changes: every
+hash depends on it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Iterator
+from dataclasses import dataclass
+from urllib.parse import urljoin
+
+from freshness_pipeline.core.urls import strip_tracking
+
+__all__ = [
+    "NORMALIZER_VERSION",
+    "RULES",
+    "Rule",
+    "block_fingerprint",
+    "is_heading",
+    "learn_template_blocks",
+    "normalize",
+    "split_blocks",
+]
+
+NORMALIZER_VERSION = "1"
+
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+_HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t].*)?")
+
+
+# --- markdown structure -------------------------------------------------------------------
+
+
+def _lines(markdown: str) -> Iterator[tuple[str, bool, bool]]:
+    """Each line, whether it belongs to a fenced code block (fences included), and whether
+    it closes one. An unclosed fence runs to the end."""
+    closing: re.Pattern[str] | None = None
+    for line in markdown.split("\n"):
+        if closing is not None:
+            closes = closing.fullmatch(line) is not None
+            if closes:
+                closing = None
+            yield line, True, closes
+        elif m := _FENCE.match(line):
+            fence = m.group(1)
+            closing = re.compile(rf" {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*")
+            yield line, True, False
+        else:
+            yield line, False, False
+
+
+def is_heading(line: str) -> bool:
+    """Whether a (prose) line is an ATX heading, `#` to `######`."""
+    return _HEADING.fullmatch(line) is not None
+
+
+def split_blocks(markdown: str) -> list[str]:
+    """Blank-line separated blocks; a fenced code block and a heading are each one block."""
+    blocks: list[str] = []
+    current: list[str] = []
+
+    def flush() -> None:
+        if current:
+            blocks.append("\n".join(current))
+            current.clear()
+
+    in_code = False
+    for line, code, closes in _lines(markdown):
+        if code:
+            if not in_code:
+                flush()
+                in_code = True
+            current.append(line)
+            if closes:
+                flush()
+                in_code = False
+        elif not line.strip():
+            flush()
+        elif is_heading(line):
+            flush()
+            blocks.append(line)
+        else:
+            current.append(line)
+    flush()
+    return blocks
+
+
+def _map_prose(markdown: str, fn: Callable[[str], str | None]) -> str:
+    """Apply `fn` to every line outside fenced code; a `None` result drops the line."""
+    out = []
+    for line, code, _ in _lines(markdown):
+        if code:
+            out.append(line)
+        elif (new := fn(line)) is not None:
+            out.append(new)
+    return "\n".join(out)
+
+
+# --- dates and times --------------------------------------------------------------------
+
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+)
+_DAY = r"\d{1,2}(?:st|nd|rd|th)?"
+_TIME = (
+    r"\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:\s*[ap]\.?m\.?)?"
+    r"(?:\s*(?:Z|[+-]\d{2}:?\d{2}|(?-i:[A-Z]{2,5})))?"
+)
+_DATE = (
+    r"(?:(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*\.?,?\s+)?"
+    r"(?:\d{4}-\d{1,2}-\d{1,2}(?:[T ]" + _TIME + r")?"
+    r"|\d{4}/\d{1,2}/\d{1,2}|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}"
+    rf"|{_MONTH}\s+{_DAY},?\s+\d{{4}}|{_DAY}\s+(?:of\s+)?{_MONTH},?\s+\d{{4}}|{_MONTH}\s+\d{{4}})"
+    rf"(?:,?\s+(?:at\s+)?{_TIME})?"
+)
+_AGO = (
+    r"(?:about\s+|over\s+|almost\s+)?(?:\d+|an?|one|a\s+few|few|several)\s+"
+    r"(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?)\s+ago"
+)
+_RELATIVE = rf"(?:{_AGO}|yesterday|just\s+now)"
+_HEX_ID = r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b"
+
+
+_WORD = re.compile(r"\w")
+
+
+# --- rules ----------------------------------------------------------------------------------
+
+_LAST_UPDATED = re.compile(
+    r"(?:this\s+page\s+was\s+)?(?:page\s+)?"
+    r"\b(?:last\s+(?:updated|modified|edited|changed|reviewed|revised|update)"
+    r"|(?:updated|modified|edited|revised)(?:\s+(?:on|at))?)"
+    rf"\s*:?\s*(?:on\s+)?(?:{_DATE}|{_RELATIVE}|today)\b\.?",
+    re.IGNORECASE,
+)
+
+
+def _last_updated(markdown: str, url: str) -> str:
+    """"Last updated: June 3, 2026", "Updated on 2026-06-03", "Last modified 3 days ago"."""
+
+    def line(text: str) -> str | None:
+        new = _LAST_UPDATED.sub("", text)
+        return None if new != text and not _WORD.search(new) else new
+
+    return _map_prose(markdown, line)
+
+
+_RELATIVE_TIME = re.compile(rf"\b{_RELATIVE}\b", re.IGNORECASE)
+
+
+def _relative_time(markdown: str, url: str) -> str:
+    """"3 days ago", "an hour ago", "yesterday", "just now"."""
+    return _map_prose(markdown, lambda line: _RELATIVE_TIME.sub("", line))
+
+
+_BUILD_LINE = re.compile(
+    r"\b(?:built|generated|rendered|compiled|deployed|last\s+build)\s+(?:with|using|by|on|at|in|from)\b"
+    r"|\bbuild\s*(?:id|hash|number|no\.?)?\s*[:#]",
+    re.IGNORECASE,
+)
+_BUILD_VOLATILE = re.compile(
+    rf"{_DATE}|{_TIME}|{_HEX_ID}|#?\b\d{{4,}}\b|\b\d+(?:\.\d+)?\s*(?:ms|s)\b", re.IGNORECASE
+)
+_COPYRIGHT_YEARS = re.compile(
+    r"(©|&copy;|\(c\)|copyright)(\s*)\d{4}(?:\s*(?:[-–—]|to)\s*(?:\d{4}|present|now))?,?",
+    re.IGNORECASE,
+)
+
+
+def _build_stamp(markdown: str, url: str) -> str:
+    """Volatile parts of build footers ("Built with X at <time>", "Build: <id>") and the
+    years of copyright notices ("© 2019-2026 Acme" -> "© Acme")."""
+
+    def line(text: str) -> str:
+        text = _COPYRIGHT_YEARS.sub(r"\1\2", text)
+        return _BUILD_VOLATILE.sub("", text) if _BUILD_LINE.search(text) else text
+
+    return _map_prose(markdown, line)
+
+
+_ESCAPE = re.compile(r"\\([_*`])")
+_CODE_SPAN = re.compile(r"(`+).+?\1")
+
+
+def _escapes(markdown: str, url: str) -> str:
+    """trafilatura escapes `_`, `*` and backticks in prose (`max\\_retries`): undo it,
+    outside code spans."""
+
+    def line(text: str) -> str:
+        if "\\" not in text:
+            return text
+        out, pos = [], 0
+        for m in _CODE_SPAN.finditer(text):
+            out += [_ESCAPE.sub(r"\1", text[pos : m.start()]), m.group()]
+            pos = m.end()
+        out.append(_ESCAPE.sub(r"\1", text[pos:]))
+        return "".join(out)
+
+    return _map_prose(markdown, line)
+
+
+# `[text](target "title")` and `<https://autolink>`
+_LINK_TARGET = re.compile(r"(?<=\]\()(\s*<?)([^)\s>]+)|(?<=<)(https?://[^>\s]+)(?=>)")
+
+
+def _map_link_targets(markdown: str, fn: Callable[[str], str]) -> str:
+    def repl(m: re.Match[str]) -> str:
+        if m.group(3) is not None:
+            return fn(m.group(3))
+        return m.group(1) + fn(m.group(2))
+
+    return _map_prose(markdown, lambda line: _LINK_TARGET.sub(repl, line) if "](" in line or "<" in line else line)
+
+
+def _tracking_params(markdown: str, url: str) -> str:
+    """utm_*, gclid, fbclid, ... dropped from link targets."""
+    return _map_link_targets(markdown, strip_tracking)
+
+
+def _relative_links(markdown: str, url: str) -> str:
+    """Relative link targets resolved against the page URL."""
+
+    def resolve(target: str) -> str:
+        try:
+            return urljoin(url, target)
+        except ValueError:  # e.g. a malformed IPv6 host
+            return target
+
+    return _map_link_targets(markdown, resolve)
+
+
+_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
+_SPACES = re.compile(r"(?<=\S)[ \t\u00a0\u2000-\u200a\u202f\u3000]+")
+
+
+def _whitespace(markdown: str, url: str) -> str:
+    """NFC, no invisible characters, single spaces between words (indentation kept),
+    no trailing spaces, at most one blank line, none at either end."""
+    text = unicodedata.normalize("NFC", markdown.replace("\r\n", "\n").replace("\r", "\n"))
+    text = text.translate(_INVISIBLE)
+    out: list[str] = []
+    for line, code, _ in _lines(text):
+        line = line.rstrip() if code else _SPACES.sub(" ", line.expandtabs(4)).rstrip()
+        if line or code or (out and out[-1]):
+            out.append(line)
+    return "\n".join(out).strip("\n")
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    name: str
+    apply: Callable[[str, str], str]  # (markdown, page url) -> markdown; docstring says what
+
+
+# In order of application: line removals first, whitespace last.
+RULES: dict[str, Rule] = {
+    r.name: r
+    for r in (
+        Rule("last_updated", _last_updated),
+        Rule("relative_time", _relative_time),
+        Rule("build_stamp", _build_stamp),
+        Rule("escapes", _escapes),
+        Rule("tracking_params", _tracking_params),
+        Rule("relative_links", _relative_links),
+        Rule("whitespace", _whitespace),
+    )
+}
+
+
+# --- template blocks ------------------------------------------------------------------------
+
+_VOLATILE_TOKEN = re.compile(r"\S*\d\S*")
+
+
+def block_fingerprint(block: str) -> str:
+    """Identity of a block across pages: case, whitespace and any token holding a digit
+    (nonces, counters, dates) do not count."""
+    canonical = " ".join(_VOLATILE_TOKEN.sub("#", block.lower()).split())
+    return hashlib.sha1(canonical.encode()).hexdigest()
+
+
+def _is_template_candidate(block: str) -> bool:
+    return not is_heading(block) and not _FENCE.match(block)
+
+
+def learn_template_blocks(pages: Iterable[str], *, share: float, min_pages: int = 5) -> frozenset[str]:
+    """Fingerprints of the blocks found on more than `share` of `pages` (normalized markdown).
+
+    Headings and code blocks are never template. Fewer than `min_pages` pages teach nothing.
+    """
+    counts: Counter[str] = Counter()
+    n = 0
+    for page in pages:
+        n += 1
+        counts.update({block_fingerprint(b) for b in split_blocks(page) if _is_template_candidate(b)})
+    if n < min_pages:
+        return frozenset()
+    return frozenset(fp for fp, c in counts.items() if c > share * n)
+
+
+def normalize(
+    markdown: str,
+    *,
+    url: str,
+    disabled: Collection[str] = (),
+    template_blocks: Collection[str] = (),
+) -> str:
+    """`markdown` with every rule not in `disabled` applied and the template blocks removed."""
+    unknown = sorted(set(disabled) - RULES.keys())
+    if unknown:
+        raise ValueError(f"unknown noise rule(s): {', '.join(unknown)}; known: {', '.join(RULES)}")
+    for rule in RULES.values():
+        if rule.name not in disabled:
+            markdown = rule.apply(markdown, url)
+    if template_blocks:
+        markdown = "\n\n".join(
+            b for b in split_blocks(markdown)
+            if not (_is_template_candidate(b) and block_fingerprint(b) in template_blocks)
+        )
+    return markdown

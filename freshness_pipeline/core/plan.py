@@ -1,0 +1,128 @@
+"""Planning a refresh: (previous manifest, current sections, policy) -> Plan. Pure.
+
+Only the pages that may have changed are planned: `previous` holds the manifest rows of
+those pages and `current` their sections as they are now. Every previous id ends up in
+exactly one of unchanged / changed / removed / moved-from, and every current id in exactly
+one of unchanged / changed / new / moved-to.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from difflib import SequenceMatcher
+
+from .fingerprint import fuzzy_unchanged, word_diff
+from .models import FuzzyMatch, Move, Plan, Section
+
+# A renamed heading keeps its identity when it stands where the old one stood and its
+# text is at least this similar (difflib ratio over the heading's own words).
+RENAME_MIN_SIMILARITY = 0.5
+
+
+def plan_refresh(
+    source: str,
+    previous: Iterable[Section],
+    current: Iterable[Section],
+    *,
+    fuzzy_threshold: int = 0,
+    page_moves: Mapping[str, str] | None = None,
+) -> Plan:
+    """Compare sections by id, then pair what is left by content (moves) and position
+    (renamed headings). `page_moves` maps an old page URL to the URL it redirects to."""
+    prev = {s.id: s for s in previous}
+    cur: dict[str, Section] = {}
+    for s in current:
+        if not s.text.strip():
+            raise ValueError(f"{s.url}: section {s.heading!r} has no text; empty content is never planned")
+        cur[s.id] = s
+    plan = Plan(source=source)
+
+    for sid in sorted(prev.keys() & cur.keys()):
+        old, new = prev[sid], cur[sid]
+        if old.content_hash == new.content_hash:
+            plan.unchanged.append(sid)
+        elif fuzzy_unchanged(old.embed_text, new.embed_text, old.simhash, new.simhash, fuzzy_threshold):
+            plan.unchanged.append(sid)
+            removed, added = word_diff(old.embed_text, new.embed_text)
+            distance = _hamming(old.simhash, new.simhash)
+            plan.fuzzy.append(FuzzyMatch(sid, new.url, distance, removed, added))
+        else:
+            plan.changed.append(new)
+
+    gone = {sid: prev[sid] for sid in sorted(prev.keys() - cur.keys())}
+    fresh = [cur[sid] for sid in sorted(cur.keys() - prev.keys())]
+
+    # Same text under a new key: a moved page or a renamed heading. Reuse, don't re-embed.
+    by_hash: dict[str, list[Section]] = defaultdict(list)
+    for old in gone.values():
+        by_hash[old.content_hash].append(old)
+    moves = page_moves or {}
+    unmatched: list[Section] = []
+    for new in fresh:
+        candidates = by_hash.get(new.content_hash)
+        if candidates:
+            old = _best(candidates, new, moves)
+            candidates.remove(old)
+            del gone[old.id]
+            plan.moved.append(Move(old_id=old.id, new=new))
+            if old.key != new.key:
+                plan.key_redirects.append((old.key, new.key))
+        else:
+            unmatched.append(new)
+
+    # Different text under a new key at the same place: a renamed heading (or a moved page
+    # whose text also changed). Embed it, delete the old record, redirect the old key.
+    for new in unmatched:
+        old = _renamed_from(gone.values(), new, moves)
+        if old is None:
+            plan.new.append(new)
+            continue
+        del gone[old.id]
+        plan.changed.append(new)
+        plan.removed.append(old.id)
+        if old.key != new.key:
+            plan.key_redirects.append((old.key, new.key))
+
+    plan.removed.extend(gone)
+    plan.key_redirects = sorted(set(plan.key_redirects))
+    return plan
+
+
+def _best(candidates: list[Section], new: Section, moves: Mapping[str, str]) -> Section:
+    """Prefer the candidate from the page that redirected here, then the same position."""
+
+    def rank(old: Section) -> tuple[bool, bool, bool, str]:
+        return (
+            moves.get(old.url) != new.url and old.url != new.url,
+            old.heading_path[:-1] != new.heading_path[:-1],
+            old.ordinal != new.ordinal,
+            old.id,
+        )
+
+    return min(candidates, key=rank)
+
+
+def _renamed_from(gone: Iterable[Section], new: Section, moves: Mapping[str, str]) -> Section | None:
+    for old in gone:
+        same_page = old.url == new.url or moves.get(old.url) == new.url
+        if not same_page or old.chunk_index != new.chunk_index:
+            continue
+        if old.heading_path == new.heading_path:  # page moved, same heading, text edited
+            return old
+        if (
+            old.ordinal == new.ordinal
+            and len(old.heading_path) == len(new.heading_path)
+            and old.heading_path[:-1] == new.heading_path[:-1]
+            and _similar(old.heading_path[-1:], new.heading_path[-1:])
+        ):
+            return old
+    return None
+
+
+def _similar(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    return SequenceMatcher(None, " ".join(a).lower(), " ".join(b).lower()).ratio() >= RENAME_MIN_SIMILARITY
+
+
+def _hamming(a: int | None, b: int | None) -> int:
+    return -1 if a is None or b is None else (a ^ b).bit_count()

@@ -1,0 +1,36 @@
+"""Run one refresh through Dagster from Python (what `freshness run` does): the run is
+recorded in the instance at $DAGSTER_HOME and shows up in the UI like any other."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dagster as dg
+
+from .assets import TIER_TAG
+from .partitions import sources_partitions
+
+
+def run_refresh(source: str, *, tier: str | None = None, tags: dict[str, str] | None = None) -> dict[str, Any]:
+    """Materialize the four assets for one source. Returns the run's counts and status."""
+    from .definitions import defs
+
+    instance = dg.DagsterInstance.get()
+    if not instance.has_dynamic_partition(sources_partitions.name, source):
+        instance.add_dynamic_partitions(sources_partitions.name, [source])
+    run_tags = {**(tags or {}), **({TIER_TAG: tier} if tier else {})}
+    result = defs.resolve_job_def("refresh").execute_in_process(
+        instance=instance, partition_key=source, tags=run_tags, raise_on_error=False
+    )
+    out: dict[str, Any] = {"run_id": result.run_id}
+    if not result.success:
+        failures = [e for e in result.all_events if e.is_step_failure]
+        message = "; ".join(
+            f"{e.step_key}: {e.step_failure_data.error.message.strip()}" for e in failures if e.step_failure_data.error
+        )
+        return {**out, "status": "failure", "message": message}
+    try:
+        report = result.output_for_node("vector_index")
+    except dg.DagsterInvariantViolationError:
+        return {**out, "status": "blocked", "message": "vector_index did not run (a blocking check failed?)"}
+    return {**out, "status": "success", **report.counts}

@@ -1,0 +1,54 @@
+"""Render a folder of markdown docs as a docs-site HTML page, the way a static site
+generator would: the article in <main>, plus the chrome that changes without meaning
+(navigation, a "last updated" line, a build stamp) that the pipeline must ignore."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+
+import markdown as md
+
+_EXTENSIONS = ["fenced_code", "tables", "admonition", "toc"]
+
+
+def page_path(rel: str) -> str:
+    """`a/b.md` -> `/a/b/`, `index.md` -> `/` (the mkdocs convention)."""
+    stem = rel.removesuffix(".md")
+    if stem == "index":
+        return "/"
+    stem = stem.removesuffix("/index")
+    return f"/{stem}/"
+
+
+def render(
+    body_md: str,
+    *,
+    title: str,
+    nav: Mapping[str, str],
+    updated: str | None = None,
+    build: str | None = None,
+) -> str:
+    """One HTML page. `nav` maps paths to link titles; `updated` and `build` are noise."""
+    article = md.markdown(body_md, extensions=_EXTENSIONS)
+    links = "\n".join(f'<li><a href="{p}">{html.escape(t)}</a></li>' for p, t in nav.items())
+    stamp = f"<p>Last updated: {html.escape(updated)}</p>" if updated else ""
+    built = f"<p>Built {html.escape(build)}</p>" if build else ""
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title></head>
+<body>
+<header><a href="/">Docs home</a></header>
+<nav><ul>{links}</ul></nav>
+<main><article>
+{article}
+{stamp}
+</article></main>
+<footer>{built}<p>Documentation licensed under CC BY 4.0.</p></footer>
+</body></html>"""
+
+
+def title_of(body_md: str, fallback: str) -> str:
+    for line in body_md.splitlines():
+        if line.startswith("# "):
+            return line[2:].strip()
+    return fallback

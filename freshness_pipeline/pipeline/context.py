@@ -1,0 +1,108 @@
+"""Everything one refresh of one source needs, built once from the settings."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from ..adapters.embedders import make_embedder
+from ..adapters.embedders.base import Embedder
+from ..adapters.state.store import SourceState, StateStore
+from ..adapters.vectorstores import make_vector_store
+from ..adapters.vectorstores.base import VectorStore
+from ..config import Settings, Source, dagster_home, state_url
+from ..core.noise import NORMALIZER_VERSION
+from ..core.segment import CHUNKER_VERSION
+
+DEFAULT_DIMS = {"local": 384, "hashing": 256}
+
+
+@dataclass(frozen=True, slots=True)
+class Versions:
+    """What an index was built with. Any difference means a full re-index."""
+
+    normalizer: str
+    chunker: str
+    model: str
+    dims: int
+
+    def differences(self, state: SourceState) -> list[str]:
+        pairs = [
+            ("normalizer", state.normalizer_version, self.normalizer),
+            ("chunker", state.chunker_version, self.chunker),
+            ("embedding model", state.embed_model, self.model),
+            ("dimensions", str(state.embed_dims), str(self.dims)),
+        ]
+        return [f"{what} {old} -> {new}" for what, old, new in pairs if old != new]
+
+
+def versions_for(settings: Settings, source: Source) -> Versions:
+    """The versions a refresh would build with now, without loading any model."""
+    cfg = settings.embedder
+    model = cfg.model or {
+        "local": "all-MiniLM-L6-v2",
+        "openai": "text-embedding-3-small",
+        "hashing": f"hashing-v1-{cfg.dimensions or DEFAULT_DIMS['hashing']}",
+    }[cfg.provider]
+    dims = cfg.dimensions or DEFAULT_DIMS.get(cfg.provider) or 1536
+    chunk = source.chunking
+    return Versions(
+        normalizer=NORMALIZER_VERSION,
+        chunker=f"{CHUNKER_VERSION}/{chunk.encoding}/{chunk.token_budget}",
+        model=model,
+        dims=dims,
+    )
+
+
+def namespace(source: str, version: int) -> str:
+    return f"{source}-v{version}"
+
+
+@dataclass
+class SourceContext:
+    settings: Settings
+    source: Source
+    store: StateStore
+    _vectors: VectorStore | None = field(default=None, repr=False)
+    _embedder: Embedder | None = field(default=None, repr=False)
+
+    @classmethod
+    def open(cls, settings: Settings, source_name: str) -> SourceContext:
+        return cls(settings, settings.source(source_name), StateStore(state_url(settings)))
+
+    @property
+    def name(self) -> str:
+        return self.source.name
+
+    @cached_property
+    def versions(self) -> Versions:
+        return versions_for(self.settings, self.source)
+
+    @property
+    def vectors(self) -> VectorStore:
+        if self._vectors is None:
+            self._vectors = make_vector_store(
+                self.settings.vector_store, default_path=Path(dagster_home()) / "vectors"
+            )
+        return self._vectors
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = make_embedder(self.settings.embedder)
+        return self._embedder
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def page_signature(text_hash: str | None, page_date: str | None, template_hash: str, v: Versions) -> str:
+    """What a page's sections depend on: its text, its month, the rules and the chunker."""
+    parts = [text_hash or "", (page_date or "")[:7], template_hash, v.normalizer, v.chunker]
+    return hashlib.sha1("|".join(parts).encode()).hexdigest()
+
+
+def template_hash(blocks: list[str]) -> str:
+    return hashlib.sha1("\n".join(sorted(blocks)).encode()).hexdigest()

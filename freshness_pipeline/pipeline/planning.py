@@ -1,0 +1,81 @@
+"""Stage 3, `diff_plan`: the plan against the committed manifest, with its figures."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ..core.models import Plan
+from ..core.plan import plan_refresh
+from .sections import SectionSet
+from .context import SourceContext
+
+
+@dataclass(slots=True)
+class StagedPlan:
+    source: str
+    plan: Plan
+    sections: SectionSet
+    base_generation: int
+    indexed_before: int  # records in the manifest when the plan was made
+    reindex_reason: str | None = None
+    seconds: float = 0.0
+    counts: dict[str, int] = field(default_factory=dict)
+    previous_ids: set[str] = field(default_factory=set)
+    previous_urls: set[str] = field(default_factory=set)
+    removed_urls: set[str] = field(default_factory=set)  # pages that lost a record
+
+    @property
+    def stale_share(self) -> float:
+        """Indexed records whose stored text no longer matches the live page."""
+        stale = len(self.plan.changed) + len(self.plan.removed) + len(self.plan.moved)
+        return stale / self.indexed_before if self.indexed_before else 0.0
+
+    @property
+    def change_share(self) -> float:
+        """Share of the live records that this run would write."""
+        live = self.indexed_before - len(self.plan.deletes) + len(self.plan.upserts)
+        return len(self.plan.upserts) / live if live else 0.0
+
+    def top_pages(self, n: int = 10) -> list[tuple[str, int]]:
+        touched = Counter(s.url for s in self.plan.upserts)
+        return touched.most_common(n)
+
+
+def make_plan(ctx: SourceContext, sections: SectionSet) -> StagedPlan:
+    started = time.time()
+    store, src = ctx.store, ctx.source
+    state = store.source_state(src.name)
+    urls = set(sections.signatures) | set(sections.moves.values())
+    previous = store.manifest(src.name, urls)
+    plan = plan_refresh(
+        src.name,
+        previous,
+        sections.sections,
+        fuzzy_threshold=src.noise.fuzzy_threshold,
+        page_moves=sections.moves,
+    )
+    prev_ids = {s.id for s in previous}
+    touched = set(plan.deletes) | {s.id for s in plan.changed if s.id in prev_ids}
+    staged = StagedPlan(
+        source=src.name,
+        plan=plan,
+        sections=sections,
+        base_generation=state.generation if state else 0,
+        indexed_before=store.manifest_count(src.name),
+        reindex_reason=sections.reindex_reason,
+        previous_ids=prev_ids,
+        previous_urls={s.url for s in previous},
+        removed_urls={s.url for s in previous if s.id in set(plan.deletes)},
+    )
+    staged.counts = {
+        "new": len(plan.new),
+        "changed": len(plan.changed),
+        "moved": len(plan.moved),
+        "unchanged": staged.indexed_before - len(touched),
+        "removed": len(plan.removed),
+        "fuzzy_unchanged": len(plan.fuzzy),
+    }
+    staged.seconds = time.time() - started
+    return staged

@@ -1,0 +1,75 @@
+"""Stage 2, `section_manifest`: the current sections of every page that may have changed.
+
+A page is re-segmented only when its signature (normalized text, month, rules, chunker)
+differs from the one its indexed sections were made from; every other page is carried as
+it is, which is what keeps a quiet run cheap.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from ..core.models import Section
+from .crawl import CrawlReport
+from .context import SourceContext, page_signature, template_hash
+from .workers import SegmentJob, parallel_map, segment_one
+
+
+@dataclass(slots=True)
+class SectionSet:
+    source: str
+    sections: list[Section] = field(default_factory=list)  # of the dirty pages only
+    signatures: dict[str, str | None] = field(default_factory=dict)  # dirty/gone url -> new sig
+    moves: dict[str, str] = field(default_factory=dict)  # old url -> url it moved to
+    gone: list[str] = field(default_factory=list)  # urls whose sections must go
+    live_pages: int = 0
+    errors: dict[str, str] = field(default_factory=dict)  # url -> reason
+    reindex_reason: str | None = None
+    crawl: CrawlReport | None = None  # the fetch that produced these pages
+    seconds: float = 0.0
+
+
+def current_sections(ctx: SourceContext, crawl: CrawlReport | None = None) -> SectionSet:
+    started = time.time()
+    src, store = ctx.source, ctx.store
+    state = store.source_state(src.name)
+    out = SectionSet(source=src.name, crawl=crawl)
+    if state is None:
+        out.seconds = time.time() - started
+        return out  # nothing crawled yet
+    diffs = ctx.versions.differences(state)
+    if diffs and state.generation > 0:
+        out.reindex_reason = "version change: " + "; ".join(diffs)
+    blocks = frozenset(state.template_blocks)
+    thash = template_hash(state.template_blocks)
+    dirty: dict[str, str] = {}
+    dates: dict[str, str | None] = {}
+    for page in store.load_pages(src.name, with_markdown=False).values():
+        if page.state != "live":
+            if page.indexed_signature is not None:  # its sections are still indexed
+                out.gone.append(page.url)
+                out.signatures[page.url] = None
+                if page.state == "moved" and page.moved_to:
+                    out.moves[page.url] = page.moved_to
+            continue
+        if page.text_hash is None:
+            continue  # never had content (skipped, or only errors so far)
+        out.live_pages += 1
+        sig = page_signature(page.text_hash, page.page_date, thash, ctx.versions)
+        if out.reindex_reason or sig != page.indexed_signature:
+            dirty[page.url] = sig
+            dates[page.url] = page.page_date
+    markdown = store.page_markdown(src.name, dirty)
+    jobs = [
+        SegmentJob(url, markdown.get(url, ""), dates[url], blocks, src.chunking.token_budget, src.chunking.encoding)
+        for url in sorted(dirty)
+    ]
+    for url, result in parallel_map(segment_one, jobs, n=len(jobs)):
+        if isinstance(result, str):
+            out.errors[url] = result  # keep the old sections: the page stays out of the plan
+            continue
+        out.sections.extend(result)
+        out.signatures[url] = dirty[url]
+    out.seconds = time.time() - started
+    return out

@@ -1,0 +1,81 @@
+"""CPU-bound per-page work (extraction, segmentation), spread over every core.
+
+Top-level functions only, so that worker processes can import them by name.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import TypeVar
+
+from ..core.extract import extract
+from ..core.models import Section
+from ..core.noise import RULES, normalize
+from ..core.segment import segment
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+# Below this many items a pool costs more (process start, imports) than it saves.
+POOL_MIN_ITEMS = 24
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractJob:
+    url: str
+    html: str
+    disabled_rules: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Extracted:
+    url: str
+    markdown: str  # rule-normalized, template blocks still in
+    title: str | None
+    date: str | None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentJob:
+    url: str
+    markdown: str
+    page_date: str | None
+    template_blocks: frozenset[str]
+    budget: int
+    encoding: str
+
+
+def extract_one(job: ExtractJob) -> Extracted:
+    try:
+        page = extract(job.html, job.url)
+        md = normalize(page.markdown, url=job.url, disabled=job.disabled_rules)
+        return Extracted(job.url, md, page.title, page.date)
+    except Exception as exc:  # one broken page never fails a run
+        return Extracted(job.url, "", None, None, error=f"extraction failed: {exc!r}"[:500])
+
+
+def segment_one(job: SegmentJob) -> tuple[str, list[Section] | str]:
+    """Sections of one page, or an error message naming what went wrong."""
+    try:
+        # Rules already ran at extraction; here only the source's template blocks go.
+        md = normalize(job.markdown, url=job.url, disabled=RULES.keys(), template_blocks=job.template_blocks)
+        return job.url, segment(
+            job.url, md, page_date=job.page_date, budget=job.budget, encoding=job.encoding
+        )
+    except Exception as exc:
+        return job.url, f"segmentation failed: {exc!r}"[:500]
+
+
+def parallel_map(fn: Callable[[T], R], items: Iterable[T], *, n: int) -> Iterator[R]:
+    """`map` over a process pool when there is enough work, in order; else inline."""
+    if n < POOL_MIN_ITEMS or (os.cpu_count() or 1) < 2:
+        yield from map(fn, items)
+        return
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=os.cpu_count(), mp_context=ctx) as pool:
+        yield from pool.map(fn, items, chunksize=16)

@@ -1,0 +1,206 @@
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import openai
+import pytest
+
+from freshness_pipeline.adapters.embedders import make_embedder
+from freshness_pipeline.adapters.embedders.hashing import HashingEmbedder
+from freshness_pipeline.adapters.embedders.local import LocalEmbedder
+from freshness_pipeline.adapters.embedders.openai_embedder import OpenAIEmbedder
+from freshness_pipeline.adapters.vectorstores import make_vector_store
+from freshness_pipeline.adapters.vectorstores.lancedb_store import LanceDBStore
+from freshness_pipeline.config import ConfigError, EmbedderConfig, VectorStoreConfig
+from freshness_pipeline_tests.standins.openai_standin import OpenAIStandIn
+
+KEY = "sk-standin-test-key"
+MODEL = "text-embedding-3-small"
+
+
+# --- hashing ---------------------------------------------------------------------------
+
+
+def test_hashing_is_deterministic_normalized_and_counted() -> None:
+    texts = ["Install the CLI with pip.", "", "Configure the API key", "Install the CLI with pip."]
+    a, b = HashingEmbedder(), HashingEmbedder()
+
+    first = a.embed(texts)
+    assert first.shape == (4, 256) and first.dtype == np.float32
+    assert np.allclose(np.linalg.norm(first, axis=1), 1.0, atol=1e-6)
+    assert np.array_equal(first, b.embed(texts))
+    assert np.array_equal(first[0], first[3])
+    assert a.model == "hashing-v1-256"
+    a.embed(texts[:2])
+    assert (a.calls, a.texts_embedded) == (2, 6)
+    assert a.embed([]).shape == (0, 256)
+
+
+def test_hashing_puts_texts_sharing_words_closer() -> None:
+    e = HashingEmbedder(512)
+    base, near, far = e.embed(
+        [
+            "rotate the api key in the dashboard settings",
+            "rotate your api key from the dashboard",
+            "tomatoes grow best in warm sunny gardens",
+        ]
+    )
+    assert base @ near > base @ far
+    assert e.embed(["Hello, WORLD"])[0] @ e.embed(["hello world"])[0] == pytest.approx(1.0)
+
+
+def test_hashing_handles_a_large_batch() -> None:
+    words = [f"w{i}" for i in range(5_000)]
+    rng = np.random.default_rng(0)
+    texts = [" ".join(rng.choice(words, 300)) for _ in range(2_000)]
+    out = HashingEmbedder().embed(texts)
+    assert out.shape == (2_000, 256) and not np.isnan(out).any()
+
+
+# --- OpenAI, the real SDK against the stand-in -------------------------------------------
+
+
+@pytest.fixture
+def standin() -> Iterator[OpenAIStandIn]:
+    with OpenAIStandIn(api_key=KEY, retry_after=1.0, hang_s=3.0) as server:
+        yield server
+
+
+def _embedder(standin: OpenAIStandIn, **kwargs: Any) -> OpenAIEmbedder:
+    return OpenAIEmbedder(api_key=KEY, base_url=standin.base_url, **kwargs)
+
+
+def test_openai_returns_the_service_vectors_in_order(standin: OpenAIStandIn) -> None:
+    texts = [f"section {i} about configuration" for i in range(5)]
+    e = _embedder(standin)
+
+    out = e.embed(texts)
+
+    expected = np.stack([OpenAIStandIn.vector(MODEL, t) for t in texts])
+    assert out.shape == (5, 1536) and np.allclose(out, expected, atol=1e-6)
+    body = standin.requests[0].json()
+    assert body["encoding_format"] == "base64" and "dimensions" not in body
+    assert (e.calls, e.texts_embedded, standin.inputs_embedded) == (1, 5, 5)
+
+
+def test_openai_dimensions_are_sent_only_when_set(standin: OpenAIStandIn) -> None:
+    e = _embedder(standin, dimensions=256)
+    out = e.embed(["short vectors"])
+    assert out.shape == (1, 256) and e.dimensions == 256
+    assert standin.requests[0].json()["dimensions"] == 256
+    assert np.allclose(out[0], OpenAIStandIn.vector(MODEL, "short vectors", 256), atol=1e-6)
+
+
+def test_openai_batches_by_input_count(standin: OpenAIStandIn) -> None:
+    _embedder(standin, max_batch_inputs=3).embed([f"text {i}" for i in range(10)])
+    assert [n for n, _ in standin.batches] == [3, 3, 3, 1]
+
+
+def test_openai_batches_by_tokens(standin: OpenAIStandIn) -> None:
+    texts = [" ".join(["token"] * 40)] * 7  # 40 tokens each
+    out = _embedder(standin, max_batch_tokens=100).embed(texts)
+    assert standin.batches == [(2, 80)] * 3 + [(1, 40)]
+    assert out.shape == (7, 1536)
+
+
+def test_openai_stays_under_the_service_token_cap(standin: OpenAIStandIn) -> None:
+    texts = [f"{i} " + "hello " * 7_900 for i in range(40)]  # ~316k tokens in all
+    with pytest.raises(openai.BadRequestError, match="max 300000 tokens per request"):
+        openai.OpenAI(api_key=KEY, base_url=standin.base_url).embeddings.create(
+            model=MODEL, input=texts
+        )
+    _embedder(standin).embed(texts)
+    assert len(standin.batches) == 2 and max(t for _, t in standin.batches) <= 300_000
+
+
+def test_openai_over_long_input_is_an_error_not_truncated(standin: OpenAIStandIn) -> None:
+    with pytest.raises(ValueError, match=r"input 1 has \d+ tokens, over the 8191"):
+        _embedder(standin).embed(["fine", "word " * 9_000])
+    assert standin.requests == []
+
+
+def test_openai_honours_retry_after(standin: OpenAIStandIn) -> None:
+    standin.faults.append(("embeddings", 429))
+    started = time.monotonic()
+    out = _embedder(standin).embed(["rate limited once"])
+    assert time.monotonic() - started >= 1.0
+    assert len(standin.requests) == 2 and out.shape == (1, 1536)
+
+
+def test_openai_retries_5xx_and_timeouts(standin: OpenAIStandIn) -> None:
+    standin.faults.extend([("embeddings", 500), ("embeddings", "hang")])
+    out = _embedder(standin, timeout=0.5).embed(["flaky service"])
+    assert len(standin.requests) == 3 and out.shape == (1, 1536)
+
+
+def test_openai_standin_enforces_input_limits(standin: OpenAIStandIn) -> None:
+    client = openai.OpenAI(api_key=KEY, base_url=standin.base_url, max_retries=0)
+    with pytest.raises(openai.BadRequestError):
+        client.embeddings.create(model=MODEL, input=["x"] * 2049)
+    with pytest.raises(openai.BadRequestError, match="maximum context length"):
+        client.embeddings.create(model=MODEL, input=["word " * 9_000])
+    with pytest.raises(openai.BadRequestError, match="dimensions"):
+        client.embeddings.create(model="text-embedding-ada-002", input=["x"], dimensions=8)
+    with pytest.raises(openai.AuthenticationError):
+        openai.OpenAI(api_key="wrong", base_url=standin.base_url).embeddings.create(
+            model=MODEL, input=["x"]
+        )
+    floats = client.embeddings.create(model=MODEL, input=["x"], encoding_format="float")
+    assert np.allclose(floats.data[0].embedding, OpenAIStandIn.vector(MODEL, "x"), atol=1e-6)
+
+
+# --- local model -------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_local_model_puts_related_sentences_closer() -> None:
+    e = LocalEmbedder()
+    cat, kitten, taxes = e.embed(
+        [
+            "The cat is sleeping on the sofa.",
+            "A kitten naps on the couch.",
+            "Quarterly tax returns are due at the end of April.",
+        ]
+    )
+    assert e.dimensions == 384 and cat.shape == (384,)
+    assert np.linalg.norm(cat) == pytest.approx(1.0, abs=1e-5)
+    assert cat @ kitten > cat @ taxes + 0.3
+    assert (e.calls, e.texts_embedded) == (1, 3)
+
+
+def test_local_model_loads_lazily() -> None:
+    e = LocalEmbedder()
+    assert e._model is None and e.embed([]).shape == (0, 384)
+    with pytest.raises(ValueError, match="no local copy"):
+        LocalEmbedder("some-other-model")
+
+
+# --- factories ---------------------------------------------------------------------------
+
+
+def test_make_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert make_embedder(EmbedderConfig(provider="hashing", dimensions=64)).dimensions == 64
+    assert isinstance(make_embedder(EmbedderConfig()), LocalEmbedder)
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
+        make_embedder(EmbedderConfig(provider="openai"))
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    e = make_embedder(EmbedderConfig(provider="openai", model="text-embedding-3-large"))
+    assert (e.model, e.dimensions) == ("text-embedding-3-large", 3072)
+
+
+def test_make_vector_store(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("PINECONE_API_KEY", raising=False)
+    store = make_vector_store(VectorStoreConfig(), default_path=tmp_path / "v")
+    assert isinstance(store, LanceDBStore) and store.path == tmp_path / "v"
+    with pytest.raises(ConfigError, match="vector_store.host"):
+        make_vector_store(VectorStoreConfig(provider="pinecone"), default_path=tmp_path)
+    with pytest.raises(ConfigError, match="PINECONE_API_KEY"):
+        make_vector_store(
+            VectorStoreConfig(provider="pinecone", host="http://127.0.0.1:9"),
+            default_path=tmp_path,
+        )

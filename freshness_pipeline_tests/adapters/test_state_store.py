@@ -1,0 +1,130 @@
+"""The state store on SQLite and on the real local Postgres: migrations, pages, the
+manifest commit, key redirects, the embedding cache, write-ahead intents and the lock."""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+
+import numpy as np
+import pytest
+
+from freshness_pipeline.adapters.state.store import ChangeEvent, PageRow, SourceBusy, SourceState, StateStore
+from freshness_pipeline.core.fingerprint import content_hash
+from freshness_pipeline.core.models import Move, Plan, Section
+
+
+def sec(key: str, text: str, url: str = "http://d.test/p", simhash: int | None = (1 << 63) + 5) -> Section:
+    return Section(key, 0, url, ("Page", key), 0, text, text, content_hash(text), simhash, 3, "2026-06")
+
+
+def state(source: str = "docs") -> SourceState:
+    return SourceState(source, "n1", "c1", "m", 4)
+
+
+def commit(store: StateStore, plan: Plan, gen: int, **kw) -> None:
+    store.commit(
+        state(plan.source), plan, base_generation=gen, replace_all=kw.get("replace_all", False),
+        signatures=kw.get("signatures", {}), events=kw.get("events", []),
+        run={"run_id": "r", "started_at": 1.0, "finished_at": 2.0, "counts": {"embedded": 1}},
+    )
+
+
+def test_commit_applies_plan_and_bumps_generation(any_state_url: str) -> None:
+    store = StateStore(any_state_url)
+    store.save_pages([PageRow("docs", "http://d.test/p", "http://d.test/p/", markdown="# P", text_hash="h")])
+    a, b = sec("a", "alpha"), sec("b", "beta")
+    commit(store, Plan("docs", new=[a, b]), 0, signatures={"http://d.test/p": "sig1"},
+           events=[ChangeEvent("http://d.test/p", "new", None, ("a", "b"))])
+    got = {s.id: s for s in store.manifest("docs")}
+    assert got == {a.id: a, b.id: b}  # simhash round-trips through the signed column
+    assert store.source_state("docs").generation == 1
+    assert store.load_pages("docs")["http://d.test/p"].indexed_signature == "sig1"
+
+    b2, c = sec("b", "beta v2"), sec("c", "alpha")
+    plan = Plan("docs", changed=[b2], moved=[Move(a.id, c)], key_redirects=[("a", "c")])
+    commit(store, plan, 1)
+    assert store.manifest_hashes("docs") == {b2.id: b2.content_hash, c.id: c.content_hash}
+    assert store.resolve_key("docs", "a") == ("c", ["a"])
+    assert [r["counts"] for r in store.runs("docs")] == [{"embedded": 1}, {"embedded": 1}]
+
+
+def test_stale_plan_is_refused_and_changes_nothing(any_state_url: str) -> None:
+    store = StateStore(any_state_url)
+    commit(store, Plan("docs", new=[sec("a", "alpha")]), 0)
+    with pytest.raises(RuntimeError, match="changed since this plan was made"):
+        commit(store, Plan("docs", new=[sec("b", "beta")]), 0)
+    assert set(store.manifest_hashes("docs")) == {"a:0"}
+
+
+def test_replace_all_swaps_the_whole_manifest(any_state_url: str) -> None:
+    store = StateStore(any_state_url)
+    commit(store, Plan("docs", new=[sec("a", "alpha"), sec("b", "beta")]), 0)
+    commit(store, Plan("docs", new=[sec("c", "gamma")]), 1, replace_all=True)
+    assert set(store.manifest_hashes("docs")) == {"c:0"}
+
+
+def test_embedding_cache_round_trip(any_state_url: str) -> None:
+    store = StateStore(any_state_url)
+    v = np.arange(4, dtype=np.float32)
+    store.put_vectors("m", 4, {"h1": v})
+    store.put_vectors("m", 4, {"h1": v + 1})  # first write wins: same text, same vector
+    got = store.cached_vectors("m", 4, ["h1", "h2"])
+    assert list(got) == ["h1"] and np.array_equal(got["h1"], v)
+    assert store.cached_vectors("other-model", 4, ["h1"]) == {}
+
+
+def test_pending_intents_cleared_by_commit(any_state_url: str) -> None:
+    store = StateStore(any_state_url)
+    store.add_pending("docs", "docs-v1", ["a:0", "b:0"])
+    store.add_pending("docs", "docs-v1", ["a:0"])
+    assert store.pending("docs") == {"docs-v1": {"a:0", "b:0"}}
+    commit(store, Plan("docs", new=[sec("a", "alpha")]), 0)
+    assert store.pending("docs") == {}
+
+
+def _hold_lock(url: str, ready, release) -> None:  # runs in a child process
+    store = StateStore(url)
+    with store.lock("docs"):
+        ready.set()
+        release.wait(10)
+
+
+def test_second_run_on_a_source_is_refused_while_the_first_holds_it(any_state_url: str) -> None:
+    StateStore(any_state_url)  # migrate before the child starts
+    ctx = multiprocessing.get_context("spawn")
+    ready, release = ctx.Event(), ctx.Event()
+    child = ctx.Process(target=_hold_lock, args=(any_state_url, ready, release))
+    child.start()
+    try:
+        assert ready.wait(30)
+        store = StateStore(any_state_url)
+        with pytest.raises(SourceBusy, match="being refreshed by another run"):
+            with store.lock("docs"):
+                pass
+        with store.lock("other-source"):  # other sources are not blocked
+            pass
+    finally:
+        release.set()
+        child.join(10)
+    with store.lock("docs"):  # released with the holder
+        pass
+
+
+def test_lock_dies_with_a_killed_process(any_state_url: str) -> None:
+    StateStore(any_state_url)
+    ctx = multiprocessing.get_context("spawn")
+    ready, release = ctx.Event(), ctx.Event()
+    child = ctx.Process(target=_hold_lock, args=(any_state_url, ready, release))
+    child.start()
+    assert ready.wait(30)
+    child.kill()
+    child.join(10)
+    deadline = time.time() + 10
+    while True:
+        try:
+            with StateStore(any_state_url).lock("docs"):
+                break
+        except SourceBusy:
+            assert time.time() < deadline, "lock of a killed process was never released"
+            time.sleep(0.2)

@@ -1,0 +1,57 @@
+"""Shared fixtures: a fresh Postgres database per session (the real local server), state
+store URLs for both backends, and an isolated $DAGSTER_HOME per test."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+PG_ADMIN_URL = os.environ.get("FRESHNESS_TEST_PG", "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres")
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """A new, empty database on the local Postgres; fails loudly when it is not running."""
+    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    name = f"freshness_test_{uuid.uuid4().hex[:10]}"
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+    except Exception as exc:  # noqa: BLE001 - re-raised with the fix
+        pytest.fail(
+            f"PostgreSQL at {PG_ADMIN_URL} is not usable ({exc}); start it with "
+            "`pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start`"
+        )
+    url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    yield url
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def any_state_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Each test using this runs against SQLite and against the real Postgres."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'state.db'}"
+    base = request.getfixturevalue("pg_url")
+    # A schema-less fresh database per test: clear what earlier tests left.
+    eng = create_engine(base)
+    with eng.begin() as conn:
+        conn.execute(text("DROP SCHEMA public CASCADE; CREATE SCHEMA public"))
+    eng.dispose()
+    return base
+
+
+@pytest.fixture
+def dagster_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    return home

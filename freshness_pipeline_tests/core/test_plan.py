@@ -1,0 +1,107 @@
+"""The planner: every previous and current id lands in exactly one bucket; moves and
+renames reuse instead of duplicating; empty content is never planned."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from freshness_pipeline.core.fingerprint import content_hash, simhash
+from freshness_pipeline.core.models import Section
+from freshness_pipeline.core.plan import plan_refresh
+
+URL = "http://docs.test/page"
+
+
+def sec(heading: str, text: str, *, url: str = URL, ordinal: int = 0, chunk: int = 0, parent: str = "Page") -> Section:
+    path = (parent, heading) if heading else (parent,)
+    key = hashlib.sha1(f"{url}#{' > '.join(path)}".encode()).hexdigest()
+    return Section(key, chunk, url, path, ordinal, text, text, content_hash(text), simhash(text), len(text.split()))
+
+
+LONG = (
+    "Skyline Sync copies files between your laptop and the storage service. It watches "
+    "folders, uploads changes in the background and resolves conflicts without asking you "
+    "anything, so that every device keeps the same copy of every file you care about most."
+)
+
+
+def test_buckets_by_id_and_hash() -> None:
+    prev = [sec("A", "alpha text"), sec("B", "beta text", ordinal=1), sec("C", "gamma text", ordinal=2)]
+    cur = [sec("A", "alpha text"), sec("B", "beta text edited", ordinal=1), sec("D", "delta text", ordinal=3)]
+    plan = plan_refresh("s", prev, cur)
+    assert plan.unchanged == [prev[0].id]
+    assert [s.id for s in plan.changed] == [cur[1].id]
+    assert [s.id for s in plan.new] == [cur[2].id]
+    assert plan.removed == [prev[2].id]
+    assert plan.moved == [] and plan.key_redirects == []
+
+
+def test_moved_page_reuses_text_and_redirects_keys() -> None:
+    old_url, new_url = "http://docs.test/old", "http://docs.test/new"
+    prev = [sec("A", "alpha text", url=old_url), sec("B", "beta text", url=old_url, ordinal=1)]
+    cur = [sec("A", "alpha text", url=new_url), sec("B", "beta text changed", url=new_url, ordinal=1)]
+    plan = plan_refresh("s", prev, cur, page_moves={old_url: new_url})
+    assert [(m.old_id, m.new.id) for m in plan.moved] == [(prev[0].id, cur[0].id)]
+    assert [s.id for s in plan.changed] == [cur[1].id] and plan.removed == [prev[1].id]
+    assert set(plan.key_redirects) == {(prev[0].key, cur[0].key), (prev[1].key, cur[1].key)}
+    assert plan.new == [] and sorted(plan.deletes) == sorted([prev[0].id, prev[1].id])
+
+
+def test_renamed_heading_with_same_text_is_a_move() -> None:
+    prev = [sec("Network settings", "retries and timeouts", ordinal=1)]
+    cur = [sec("Network options", "retries and timeouts", ordinal=1)]
+    plan = plan_refresh("s", prev, cur)
+    assert len(plan.moved) == 1 and plan.new == [] and plan.changed == []
+    assert plan.key_redirects == [(prev[0].key, cur[0].key)]
+
+
+def test_renamed_heading_with_edited_text_is_changed_and_redirected() -> None:
+    prev = [sec("Network settings", "retries and timeouts", ordinal=1)]
+    cur = [sec("Network setting", "retries and timeouts, revised", ordinal=1)]
+    plan = plan_refresh("s", prev, cur)
+    assert [s.id for s in plan.changed] == [cur[0].id] and plan.removed == [prev[0].id]
+    assert plan.key_redirects == [(prev[0].key, cur[0].key)]
+
+
+def test_fuzzy_threshold_keeps_a_typo_fix_and_logs_the_words() -> None:
+    old = sec("A", LONG + " the the end")
+    new = sec("A", LONG + " the end")
+    plan = plan_refresh("s", [old], [new], fuzzy_threshold=3)
+    assert plan.unchanged == [old.id] and plan.changed == []
+    assert plan.fuzzy[0].removed_words == ("the",)
+    assert plan_refresh("s", [old], [new], fuzzy_threshold=0).changed == [new]
+
+
+def test_fuzzy_never_hides_a_number() -> None:
+    old, new = sec("A", LONG + " default is 5"), sec("A", LONG + " default is 8")
+    assert plan_refresh("s", [old], [new], fuzzy_threshold=64).changed == [new]
+
+
+def test_empty_content_is_never_planned() -> None:
+    with pytest.raises(ValueError, match="no text"):
+        plan_refresh("s", [sec("A", "x")], [sec("A", "   ")])
+
+
+texts = st.lists(st.text(alphabet="abcdefgh ", min_size=1, max_size=12).filter(str.strip), min_size=0, max_size=8)
+
+
+@settings(max_examples=150, deadline=None)
+@given(before=texts, after=texts)
+def test_every_id_lands_in_exactly_one_bucket(before: list[str], after: list[str]) -> None:
+    prev = [sec(f"H{i}", t, ordinal=i) for i, t in enumerate(before)]
+    cur = [sec(f"H{i}", t, ordinal=i) for i, t in enumerate(after)]
+    plan = plan_refresh("s", prev, cur)
+    prev_side = [*plan.unchanged, *(s.id for s in plan.changed if s.id in {p.id for p in prev}), *plan.deletes]
+    assert sorted(prev_side) == sorted(p.id for p in prev)
+    cur_side = [*plan.unchanged, *(s.id for s in plan.upserts)]
+    assert sorted(cur_side) == sorted(c.id for c in cur)
+    # Applying the plan to the manifest yields exactly the current sections.
+    manifest = {p.id: p.content_hash for p in prev}
+    for i in plan.deletes:
+        manifest.pop(i)
+    manifest.update({s.id: s.content_hash for s in plan.upserts})
+    assert manifest == {c.id: c.content_hash for c in cur}
