@@ -62,6 +62,12 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--embedder", default="local", choices=["local", "hashing"])
     demo.set_defaults(func=_demo)
 
+    rec = sub.add_parser("reconcile", help="compare the manifest with the vector store; --fix repairs")
+    rec.add_argument("--source", help="only this source")
+    rec.add_argument("--fix", action="store_true", help="delete orphans, re-upsert missing and mismatched records")
+    rec.add_argument("--json", action="store_true", help="one JSON object per source")
+    rec.set_defaults(func=_reconcile)
+
     resolve = sub.add_parser("resolve", help="follow a section key's redirects to its current text")
     resolve.add_argument("key")
     resolve.add_argument("--source")
@@ -141,6 +147,34 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
         for url, why in r.get("flagged", []):
             print(f"  flagged: {url}: {why}")
     return 0
+
+
+def _reconcile(args: argparse.Namespace, settings: Settings) -> int:
+    """Exit 0 when every source is clean (or was fixed clean), 1 when drift remains."""
+    from .pipeline.context import SourceContext
+    from .pipeline.reconcile import reconcile
+
+    drift = 0
+    for name in _names(settings, args.source):
+        ctx = SourceContext.open(settings, name)
+        try:
+            report = reconcile(ctx, fix=args.fix)
+            if args.fix and not report.clean:
+                drift += not reconcile(ctx).clean
+            else:
+                drift += not report.clean
+        finally:
+            ctx.close()
+        if args.json:
+            print(json.dumps(report.as_dict(), sort_keys=True))
+            continue
+        found = f"orphans: {len(report.orphans)} missing: {len(report.missing)} mismatched: {len(report.mismatched)}"
+        fixed = f" fixed: {report.fixed}" if args.fix else ""
+        print(f"{name} ({report.namespace or 'nothing indexed'}, {report.records} records): {found}{fixed}")
+        for kind in ("orphans", "missing", "mismatched"):
+            for rid in getattr(report, kind)[:20]:
+                print(f"  {kind}: {rid}")
+    return 1 if drift else 0
 
 
 def _demo(args: argparse.Namespace) -> int:

@@ -88,6 +88,10 @@ class CheckPolicy(_Strict):
     stale_error: float = 0.10
     spike_min_share: float = 0.5  # a run changing more than this share of sections ...
     spike_factor: float = 4.0  # ... and this many times its recent median is a spike
+    freshness_alert: float = 0.9  # a composite freshness score under this alerts (docs/metrics.md)
+    lag_target_h: float = 24.0  # embedding lag (p90) the score tolerates in full
+    age_target_d: float = 365.0  # median content age the score tolerates in full
+    golden_miss_runs: int = 3  # consecutive golden-set misses that request a full re-index
 
 
 class Source(_Strict):
@@ -123,6 +127,17 @@ class VectorStoreConfig(_Strict):
     path: str | None = None  # lancedb: default $DAGSTER_HOME/vectors
     index_name: str | None = None  # pinecone
     host: str | None = None  # pinecone data-plane host (or a local stand-in)
+    upsert_batch: int = Field(500, ge=1)  # records per upsert call of the commit protocol
+
+
+class Webhook(_Strict):
+    """A receiver of change events: JSON POSTs signed with HMAC-SHA256 (docs/metrics.md)."""
+
+    url: str
+    secret_env: str  # name of the environment variable holding the signing secret
+    timeout_s: float = 10.0
+    attempts: int = 5  # tries per event within one delivery, with exponential backoff
+    backoff_s: float = 1.0
 
 
 class Settings(_Strict):
@@ -130,6 +145,8 @@ class Settings(_Strict):
     embedder: EmbedderConfig = EmbedderConfig()
     vector_store: VectorStoreConfig = VectorStoreConfig()
     state_url: str | None = None  # SQLAlchemy URL; default sqlite under $DAGSTER_HOME
+    webhooks: list[Webhook] = Field(default_factory=list)  # change-event receivers
+    weak_thresholds: dict[str, float] = Field(default_factory=dict)  # model -> best cosine
 
     @model_validator(mode="after")
     def _unique_names(self) -> Settings:

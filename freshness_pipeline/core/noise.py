@@ -127,7 +127,6 @@ _AGO = (
     r"(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?)\s+ago"
 )
 _RELATIVE = rf"(?:{_AGO}|yesterday|just\s+now)"
-_HEX_ID = r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b"
 
 
 _WORD = re.compile(r"\w")
@@ -167,18 +166,17 @@ _BUILD_LINE = re.compile(
     r"|\bbuild\s*(?:id|hash|number|no\.?)?\s*[:#]",
     re.IGNORECASE,
 )
-_BUILD_VOLATILE = re.compile(
-    rf"{_DATE}|{_TIME}|{_HEX_ID}|#?\b\d{{4,}}\b|\b\d+(?:\.\d+)?\s*(?:ms|s)\b", re.IGNORECASE
-)
+# In a build line: dates, hex ids, and every token holding a digit (times, counters, versions).
+_BUILD_VOLATILE = re.compile(rf"{_DATE}|\b[0-9a-f]{{7,64}}\b|[^\s,;()]*\d[^\s,;()]*", re.IGNORECASE)
 _COPYRIGHT_YEARS = re.compile(
-    r"(©|&copy;|\(c\)|copyright)(\s*)\d{4}(?:\s*(?:[-–—]|to)\s*(?:\d{4}|present|now))?,?",
+    r"(©|&copy;|\(c\)|copyright)(\s*)\d{4}(?:\s*(?:[-–—]|to)\s*(?:\d{4}|present|now))?,?\s*",
     re.IGNORECASE,
 )
 
 
 def _build_stamp(markdown: str, url: str) -> str:
-    """Volatile parts of build footers ("Built with X at <time>", "Build: <id>") and the
-    years of copyright notices ("© 2019-2026 Acme" -> "© Acme")."""
+    """Dates, ids and numbers of build footers ("Built with X at <time>", "Build: <id>")
+    and the years of copyright notices ("© 2019-2026 Acme" -> "© Acme")."""
 
     def line(text: str) -> str:
         text = _COPYRIGHT_YEARS.sub(r"\1\2", text)
@@ -245,8 +243,7 @@ _SPACES = re.compile(r"(?<=\S)[ \t\u00a0\u2000-\u200a\u202f\u3000]+")
 def _whitespace(markdown: str, url: str) -> str:
     """NFC, no invisible characters, single spaces between words (indentation kept),
     no trailing spaces, at most one blank line, none at either end."""
-    text = unicodedata.normalize("NFC", markdown.replace("\r\n", "\n").replace("\r", "\n"))
-    text = text.translate(_INVISIBLE)
+    text = unicodedata.normalize("NFC", markdown).translate(_INVISIBLE)
     out: list[str] = []
     for line, code, _ in _lines(text):
         line = line.rstrip() if code else _SPACES.sub(" ", line.expandtabs(4)).rstrip()
@@ -314,7 +311,11 @@ def normalize(
     disabled: Collection[str] = (),
     template_blocks: Collection[str] = (),
 ) -> str:
-    """`markdown` with every rule not in `disabled` applied and the template blocks removed."""
+    """`markdown` with every rule not in `disabled` applied and the template blocks removed.
+
+    Line ends become `\n` first, whatever the rules.
+    """
+    markdown = markdown.replace("\r\n", "\n").replace("\r", "\n")
     unknown = sorted(set(disabled) - RULES.keys())
     if unknown:
         raise ValueError(f"unknown noise rule(s): {', '.join(unknown)}; known: {', '.join(RULES)}")

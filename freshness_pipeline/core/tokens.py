@@ -69,9 +69,13 @@ def _data_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "data"
 
 
-@lru_cache(maxsize=None)
 def get_encoding(name: str = "cl100k_base") -> tiktoken.Encoding:
-    """The tiktoken encoding `name`, built from the ranks packaged in `bpe-openai`."""
+    """The tiktoken encoding `name`, built once from the ranks packaged in `bpe-openai`."""
+    return _build(name)  # one cache entry per name, however the name was passed
+
+
+@lru_cache(maxsize=None)
+def _build(name: str) -> tiktoken.Encoding:
     spec = _SPECS.get(name)
     if spec is None:
         raise ValueError(f"unknown encoding {name!r}; available offline: {', '.join(_SPECS)}")

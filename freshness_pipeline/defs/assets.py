@@ -3,25 +3,53 @@
 Each asset is one call into `freshness_pipeline.pipeline` plus the metadata Dagster plots.
 Their outputs (reports and plans, not page bodies) go through the IO manager; the pages,
 the manifest and the vectors live in the state store and the vector store.
+
+The normalizer, chunker and embedding-model versions are the assets' `code_version`s, so
+the UI marks what a version bump made out of date (the re-index itself is launched by
+`sensors.version_bump_sensor`).
 """
 
+import logging
+import time
 
 import dagster as dg
 
+from ..config import ConfigError, load_settings
 from ..core.noise import NORMALIZER_VERSION
 from ..core.segment import CHUNKER_VERSION
+from ..core.tiers import TIERS
+from ..pipeline.context import versions_for
 from ..pipeline.crawl import CrawlReport, crawl
 from ..pipeline.indexing import IndexReport, apply_plan
 from ..pipeline.planning import StagedPlan, make_plan
 from ..pipeline.sections import SectionSet, current_sections
+from ..pipeline.status import source_status
 from .partitions import sources_partitions
 from .resources import FreshnessResource
 
 GROUP = "freshness"
 TIER_TAG = "freshness/tier"
+EMBEDDINGS_POOL = "embeddings"  # the provider's rate limit: `concurrency: pools:` in dagster.yaml
+
+log = logging.getLogger(__name__)
 
 
-def _md_table(rows: list[tuple[str, object]], headers: tuple[str, str]) -> dg.MarkdownMetadataValue:
+def model_code_version() -> str:
+    """The embedding model and dimensions the sources file selects, read when the code
+    location loads; a missing or invalid file falls back to `model-unknown` (and says so)."""
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        log.warning(f"vector_index code_version without the model: {exc}")
+        return "model-unknown"
+    if not settings.sources:
+        log.warning("vector_index code_version without the model: the sources file lists no source")
+        return "model-unknown"
+    v = versions_for(settings, settings.sources[0])  # the embedder is shared by all sources
+    return f"{v.model}/{v.dims}"
+
+
+def md_table(rows: list[tuple[str, object]], headers: tuple[str, str]) -> dg.MarkdownMetadataValue:
     lines = [f"| {headers[0]} | {headers[1]} |", "| --- | --- |"]
     lines += [f"| {a} | {b} |" for a, b in rows] or ["| (none) | |"]
     return dg.MetadataValue.md("\n".join(lines))
@@ -32,12 +60,14 @@ def _md_table(rows: list[tuple[str, object]], headers: tuple[str, str]) -> dg.Ma
     group_name=GROUP,
     kinds={"python", "http"},
     code_version="fetch-1",
-    description="Every page of the source fetched (conditionally) and extracted to text.",
+    description="Every page of the source fetched (conditionally) and extracted to text. "
+    "A run tagged `freshness/tier` fetches only that tier's pages (and new ones).",
 )
 def fetched_pages(context: dg.AssetExecutionContext, freshness: FreshnessResource) -> dg.Output[CrawlReport]:
     tier = context.run.tags.get(TIER_TAG)
     with freshness.open(context.partition_key) as ctx:
         report = crawl(ctx, tier=tier)
+    tiers = source_status(freshness.settings(), context.partition_key)["tiers"]
     context.log.info(
         f"{report.source}: crawled {report.crawled} pages "
         f"({', '.join(f'{k} {v}' for k, v in sorted(report.outcomes.items()))})"
@@ -53,7 +83,8 @@ def fetched_pages(context: dg.AssetExecutionContext, freshness: FreshnessResourc
             "flagged": len(report.flagged),
             "seconds": round(report.seconds, 3),
             "tier": report.tier or "all",
-            "errors_by_page": _md_table(sorted(report.errors.items())[:50], ("page", "reason")),
+            **{f"pages_{t}": tiers.get(t, 0) for t in TIERS},
+            "errors_by_page": md_table(sorted(report.errors.items())[:50], ("page", "reason")),
         },
     )
 
@@ -62,7 +93,7 @@ def fetched_pages(context: dg.AssetExecutionContext, freshness: FreshnessResourc
     partitions_def=sources_partitions,
     group_name=GROUP,
     kinds={"python"},
-    code_version=f"{NORMALIZER_VERSION}+{CHUNKER_VERSION}",
+    code_version=f"normalizer-{NORMALIZER_VERSION}+chunker-{CHUNKER_VERSION}",
     description="Sections (URL + heading path keys) of every page whose text may have changed.",
 )
 def section_manifest(
@@ -111,7 +142,7 @@ def diff_plan(
             "change_share": round(staged.change_share, 4),
             "indexed_before": staged.indexed_before,
             "seconds": round(staged.seconds, 3),
-            "top_changed_pages": _md_table(staged.top_pages(), ("page", "sections written")),
+            "top_changed_pages": md_table(staged.top_pages(), ("page", "sections written")),
         },
     )
 
@@ -120,8 +151,10 @@ def diff_plan(
     partitions_def=sources_partitions,
     group_name=GROUP,
     kinds={"lancedb", "pinecone"},
-    code_version="index-1",
-    description="The vector index: embed the queue, upsert, delete, then commit the manifest.",
+    code_version=f"index-1+{model_code_version()}",
+    pool=EMBEDDINGS_POOL,
+    description="The vector index: embed the queue, upsert, delete, then commit the manifest. "
+    "Does not run when diff_plan's blocking change-spike check fails.",
 )
 def vector_index(
     context: dg.AssetExecutionContext, freshness: FreshnessResource, diff_plan: StagedPlan
@@ -131,11 +164,29 @@ def vector_index(
     context.log.info(f"{report.source}: {report.line()}")
     return dg.Output(
         report,
-        metadata={**report.counts, "namespace": report.namespace, "reindex_reason": report.reindex_reason or ""},
+        metadata={
+            **report.counts,
+            "stale_share": round(diff_plan.stale_share, 4),
+            "change_share": round(diff_plan.change_share, 4),
+            "embedding_lag_s": _seconds_since_run_start(context),
+            "namespace": report.namespace,
+            "reindex_reason": report.reindex_reason or "",
+            "top_changed_pages": md_table(diff_plan.top_pages(), ("page", "sections written")),
+        },
     )
+
+
+def _seconds_since_run_start(context: dg.AssetExecutionContext) -> float:
+    """From the start of the run whose crawl saw the change to the change being searchable."""
+    record = context.instance.get_run_record_by_id(context.run_id)
+    started = record.start_time if record else None
+    return round(time.time() - started, 3) if started else 0.0
 
 
 refresh_assets = [fetched_pages, section_manifest, diff_plan, vector_index]
 refresh_job = dg.define_asset_job(
-    "refresh", selection=dg.AssetSelection.assets(*refresh_assets), partitions_def=sources_partitions
+    "refresh",
+    # and whatever is derived from the index (freshness_metrics), in the same run
+    selection=dg.AssetSelection.assets(*refresh_assets).downstream(),
+    partitions_def=sources_partitions,
 )

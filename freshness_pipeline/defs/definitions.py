@@ -1,16 +1,26 @@
-"""The code location: `dagster dev` / `dg dev` in the repo root load `defs` from here."""
+"""The code location: `dagster dev` / `dg dev` in the repo root load `defs` from here.
 
-from __future__ import annotations
+Add new assets, checks or sensors to the lists below."""
 
 import dagster as dg
 
 from ..config import dagster_home
 from .assets import refresh_assets, refresh_job
+from .checks import refresh_checks
+from .metrics_assets import freshness_metrics
 from .resources import FreshnessResource
+from .sensors import refresh_sensors
+
+assets: list = [*refresh_assets, freshness_metrics]
+asset_checks: list = [*refresh_checks]
+sensors: list = [*refresh_sensors]
+jobs: list = [refresh_job]
 
 defs = dg.Definitions(
-    assets=refresh_assets,
-    jobs=[refresh_job],
+    assets=assets,
+    asset_checks=asset_checks,
+    sensors=sensors,
+    jobs=jobs,
     resources={
         "freshness": FreshnessResource(),
         "io_manager": dg.FilesystemIOManager(base_dir=str(dagster_home() / "storage")),

@@ -11,8 +11,16 @@ from .assets import TIER_TAG
 from .partitions import sources_partitions
 
 
-def run_refresh(source: str, *, tier: str | None = None, tags: dict[str, str] | None = None) -> dict[str, Any]:
-    """Materialize the four assets for one source. Returns the run's counts and status."""
+def run_refresh(
+    source: str,
+    *,
+    tier: str | None = None,
+    tags: dict[str, str] | None = None,
+    log_level: str = "WARNING",
+) -> dict[str, Any]:
+    """Materialize the four assets for one source. Returns the run's counts and status.
+
+    `log_level` is for this process's console only; the instance keeps every event."""
     from .definitions import defs
 
     instance = dg.DagsterInstance.get()
@@ -20,7 +28,11 @@ def run_refresh(source: str, *, tier: str | None = None, tags: dict[str, str] | 
         instance.add_dynamic_partitions(sources_partitions.name, [source])
     run_tags = {**(tags or {}), **({TIER_TAG: tier} if tier else {})}
     result = defs.resolve_job_def("refresh").execute_in_process(
-        instance=instance, partition_key=source, tags=run_tags, raise_on_error=False
+        instance=instance,
+        partition_key=source,
+        tags=run_tags,
+        raise_on_error=False,
+        run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
     )
     out: dict[str, Any] = {"run_id": result.run_id}
     if not result.success:

@@ -10,14 +10,16 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
 
-from ..adapters.fetch import Fetcher, Target
+from ..adapters.fetch import DiscoveryError, Fetcher, Target
 from ..adapters.state.store import PageRow, SourceState
 from ..core.models import FetchResult, Outcome
 from ..core.noise import learn_template_blocks
 from ..core.status import looks_soft_404
-from ..core.tiers import tier_for
+from ..core.tiers import base_tier, tier_for
 from ..core.urls import normalize_url
 from .context import SourceContext
 from .workers import Extracted, ExtractJob, extract_one, parallel_map
@@ -42,27 +44,42 @@ class CrawlReport:
     seconds: float = 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """What discovery said about the URLs of this run."""
+
+    listed: set[str]  # normalized URLs the sitemaps / link discovery found
+    lastmod: dict[str, str]  # normalized URL -> sitemap <lastmod>
+
+
 def crawl(ctx: SourceContext, *, tier: str | None = None) -> CrawlReport:
     started = time.time()
     src, store = ctx.source, ctx.store
     report = CrawlReport(source=src.name, tier=tier)
     with store.lock(src.name):
         known = store.load_pages(src.name, with_markdown=False)
+        results: list[FetchResult] = []
         with Fetcher(src) as fetcher:
-            discovery = fetcher.discover()
-            targets, discovered = _targets(ctx, known, discovery.urls, tier)
-            results = list(fetcher.fetch(targets))
+            try:
+                discovery = fetcher.discover()
+            except DiscoveryError as exc:
+                raise DiscoveryError(
+                    f"source {src.name!r}: {exc}; the crawl stopped before fetching, nothing was changed"
+                ) from exc
+            targets, found = _targets(ctx, known, discovery.urls, discovery.lastmod, tier)
+            # Extraction runs in the pool while the fetch threads are still downloading.
+            jobs = _extract_jobs(fetcher.fetch(targets), results, tuple(src.noise.disabled_rules))
+            extracted = {e.url: e for e in parallel_map(extract_one, jobs)}
         now = time.time()
-        extracted = _extract([r for r in results if r.outcome is Outcome.OK], src.noise.disabled_rules)
         rows: dict[str, PageRow] = {}
         fetch_urls = {t.url: t.fetch_url for t in targets}
         for res in results:
-            _apply(ctx, report, known, rows, res, extracted.get(res.url), res.url in discovered, fetch_urls, now)
+            _apply(ctx, report, known, rows, res, extracted.get(res.url), found, fetch_urls, now)
         for row in rows.values():
             row.tier = tier_for(
                 row.url, src.tiers, change_times=row.change_times, first_seen=row.first_seen, now=now
             )
-        store.save_pages(rows.values())
+        store.save_pages(rows.values())  # rows loaded without their text keep it
         _learn_templates(ctx, changed=report.changed_pages + report.new_pages > 0)
     report.crawled = len(results)
     report.outcomes = dict(Counter(r.outcome.value for r in results))
@@ -70,16 +87,31 @@ def crawl(ctx: SourceContext, *, tier: str | None = None) -> CrawlReport:
     return report
 
 
+def _extract_jobs(
+    fetched: Iterator[FetchResult], results: list[FetchResult], disabled: tuple[str, ...]
+) -> Iterator[ExtractJob]:
+    """Jobs for the pages with a body; every result lands in `results`, without its body."""
+    for res in fetched:
+        if res.outcome is Outcome.OK:
+            yield ExtractJob(res.url, res.html or "", disabled)
+            res = replace(res, html=None)
+        results.append(res)
+
+
 def _targets(
-    ctx: SourceContext, known: dict[str, PageRow], raw_urls: list[str], tier: str | None
-) -> tuple[list[Target], set[str]]:
-    """What to fetch this run, and which of those URLs the discovery found."""
+    ctx: SourceContext,
+    known: dict[str, PageRow],
+    raw_urls: list[str],
+    lastmod: dict[str, str],
+    tier: str | None,
+) -> tuple[list[Target], _Found]:
+    """What to fetch this run, and what discovery found."""
     fp = ctx.source.fetch
     targets: dict[str, Target] = {}
-    discovered: set[str] = set()
+    listed: set[str] = set()
     for raw in raw_urls:
         url = normalize_url(raw, keep_params=fp.keep_query_params, drop_query=fp.drop_query)
-        discovered.add(url)
+        listed.add(url)
         prev = known.get(url)
         if prev and prev.state == "moved" and prev.moved_to:
             continue  # the redirect target is crawled under its own URL
@@ -91,20 +123,36 @@ def _targets(
             targets[row.url] = _target(row.url, row.fetch_url, row)
     chosen = [
         t for t in targets.values()
-        if tier is None or (known[t.url].tier if t.url in known else tier) == tier
+        if tier is None or _in_tier(t.url, known.get(t.url), tier, lastmod.get(t.url), ctx)
     ]
-    return chosen, discovered
+    return chosen, _Found(listed, lastmod)
+
+
+def _in_tier(url: str, prev: PageRow | None, tier: str, lastmod: str | None, ctx: SourceContext) -> bool:
+    """Whether a tier-limited run fetches this page: its tier (a new page: the URL rules'),
+    or a sitemap lastmod newer than its last fetch (a hint to look sooner)."""
+    if lastmod_is_newer(lastmod, prev.last_fetched if prev else None):
+        return True
+    return (prev.tier if prev else base_tier(url, ctx.source.tiers)) == tier
+
+
+def lastmod_is_newer(lastmod: str | None, last_fetched: float | None) -> bool:
+    """A W3C datetime (or date) later than `last_fetched`; unparseable hints are ignored."""
+    if not lastmod:
+        return False
+    try:
+        when = datetime.fromisoformat(lastmod.strip())
+    except ValueError:
+        return False
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return last_fetched is None or when.timestamp() > last_fetched
 
 
 def _target(url: str, fetch_url: str, prev: PageRow | None) -> Target:
     if prev is None or prev.state != "live":
         return Target(url=url, fetch_url=fetch_url)
     return Target(url, fetch_url, prev.etag, prev.last_modified, prev.body_sha256)
-
-
-def _extract(results: list[FetchResult], disabled: list[str]) -> dict[str, Extracted]:
-    jobs = [ExtractJob(r.url, r.html or "", tuple(disabled)) for r in results]
-    return {e.url: e for e in parallel_map(extract_one, jobs, n=len(jobs))}
 
 
 def _apply(
@@ -114,7 +162,7 @@ def _apply(
     rows: dict[str, PageRow],
     res: FetchResult,
     ext: Extracted | None,
-    discovered: bool,
+    found: _Found,
     fetch_urls: dict[str, str],
     now: float,
 ) -> None:
@@ -124,7 +172,10 @@ def _apply(
     )
     row = replace(row, outcome=res.outcome.value, status_code=res.status_code, reason=res.reason or None)
     row.last_fetched = now
-    row.miss_count = 0 if discovered else row.miss_count
+    row.lastmod = found.lastmod.get(row.url, row.lastmod)
+    listed = res.url in found.listed
+    if listed:
+        row.miss_count = 0
     rows[row.url] = row
 
     if res.outcome is Outcome.GONE:
@@ -135,7 +186,7 @@ def _apply(
     if res.outcome is Outcome.ERROR:
         row.error_count += 1
         report.errors[row.url] = res.reason
-        if not discovered:
+        if not listed:  # missing from the crawl and unanswered: one more miss
             row.miss_count += 1
             if row.miss_count >= src.fetch.missing_after and row.state == "live":
                 row.state = "gone"
@@ -145,35 +196,36 @@ def _apply(
             row.flag = f"{row.error_count} consecutive errors: {res.reason}"
             report.flagged[row.url] = row.flag
         return
-    row.error_count = 0
-    if res.outcome in (Outcome.NOT_MODIFIED, Outcome.SKIPPED):
-        if res.outcome is Outcome.SKIPPED:
-            report.skipped[row.url] = res.reason
+    if res.outcome is Outcome.SKIPPED:
+        report.skipped[row.url] = res.reason
+        return
+    row.error_count, row.miss_count = 0, 0  # it answered
+    if res.outcome is Outcome.NOT_MODIFIED and not res.final_url:
+        # A 200 with the same bytes brings fresh validators: next time it can be a 304.
+        row.etag = res.etag or row.etag
+        row.last_modified = res.last_modified or row.last_modified
         return
 
-    # A 200 with content. A redirect moves the page's identity to its final URL.
-    if res.final_url and res.final_url != res.url:
-        if row.state == "live":
-            report.moves[row.url] = res.final_url
-        row.state, row.moved_to = "moved", res.final_url
-        target = rows.get(res.final_url) or known.get(res.final_url)
-        row = replace(target) if target else PageRow(
-            source=src.name, url=res.final_url, fetch_url=res.final_url, first_seen=now
-        )
-        row.last_fetched, row.outcome, row.status_code = now, res.outcome.value, res.status_code
-        rows[row.url] = row
+    if res.outcome is Outcome.NOT_MODIFIED:  # redirected to the very bytes it had before
+        if row.text_hash is None:
+            return
+        markdown = ctx.store.page_markdown(src.name, [row.url]).get(row.url, "")
+        title, date = row.title, row.page_date
+    else:
+        markdown = ext.markdown if ext else ""
+        title, date = (ext.title, ext.date) if ext else (None, None)
+        soft = (ext.error if ext else None) or looks_soft_404(title, markdown, src.fetch)
+        if soft:
+            # Keep the old text and vectors (and do not follow a redirect to a wall).
+            where = f" (after a redirect to {res.final_url})" if res.final_url else ""
+            row.flag, row.outcome = soft + where, Outcome.FLAGGED.value
+            report.flagged[row.url] = row.flag
+            return
 
-    markdown = ext.markdown if ext else ""
-    title = ext.title if ext else None
-    soft = (ext.error if ext else None) or looks_soft_404(title, markdown, src.fetch)
-    if soft:
-        # Keep the old text and vectors; a person should look at this page.
-        row.flag = soft
-        row.outcome = Outcome.FLAGGED.value
-        report.flagged[row.url] = soft
-        if row.state != "live" and row.markdown is None:
-            row.state = "live"
-        return
+    # A redirect moves the page's identity (and its sections) to its final URL.
+    if res.final_url:
+        row = _move(ctx, report, rows, row, rows.get(res.final_url) or known.get(res.final_url), res, now)
+
     text_hash = hashlib.sha256(markdown.encode()).hexdigest()
     is_new = row.text_hash is None
     if text_hash != row.text_hash:
@@ -182,9 +234,38 @@ def _apply(
         row.last_changed = now
         row.change_times = [*row.change_times, now][-KEEP_CHANGE_TIMES:]
     row.state, row.moved_to, row.flag = "live", None, None
-    row.etag, row.last_modified, row.body_sha256 = res.etag, res.last_modified, res.body_sha256
+    row.etag = res.etag or (row.etag if res.outcome is Outcome.NOT_MODIFIED else None)
+    row.last_modified = res.last_modified or (
+        row.last_modified if res.outcome is Outcome.NOT_MODIFIED else None
+    )
+    row.body_sha256 = res.body_sha256 or row.body_sha256
     row.markdown, row.text_hash = markdown, text_hash
-    row.title, row.page_date = title, ext.date if ext else None
+    row.title, row.page_date = title, date
+
+
+def _move(
+    ctx: SourceContext,
+    report: CrawlReport,
+    rows: dict[str, PageRow],
+    row: PageRow,
+    target: PageRow | None,
+    res: FetchResult,
+    now: float,
+) -> PageRow:
+    """Mark `row` as moved to the final URL; return the final URL's row to fill in."""
+    final = res.final_url or row.url
+    if row.state == "live" and row.text_hash is not None:
+        report.moves[row.url] = final
+    carried = row.text_hash if row.state == "live" else None  # a pure move is no new text
+    new = replace(target) if target else PageRow(
+        source=ctx.source.name, url=final, fetch_url=final, first_seen=now, text_hash=carried,
+        change_times=list(row.change_times),
+    )
+    row.state, row.moved_to = "moved", final
+    new.last_fetched, new.outcome, new.status_code = now, res.outcome.value, res.status_code
+    new.reason, new.miss_count, new.error_count = res.reason or None, 0, 0
+    rows[new.url] = new
+    return new
 
 
 def _learn_templates(ctx: SourceContext, *, changed: bool) -> None:

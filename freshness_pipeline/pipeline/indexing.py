@@ -1,28 +1,52 @@
 """Stage 4, `vector_index`: the commit protocol. The only place the manifest changes.
 
-    write-ahead intents -> embed (cache first) -> upsert -> delete -> verify -> commit
+    recover -> write-ahead intents -> embed (cache first) -> upsert -> delete -> verify -> commit
 
 Every step is idempotent. A run that dies anywhere leaves the manifest as it was, plus
-intents naming every id it may have written; the next run deletes those that the manifest
-does not know (no orphans), re-plans the same work and takes its vectors from the cache
-(nothing paid twice). The manifest commit is one transaction.
+intents naming every id it may have written or deleted. The next run first *recovers*:
+in the active namespace it puts every such id back to what the manifest says (re-upsert
+from the embedding cache, or delete when the manifest does not know it) unless the run
+itself rewrites it; an abandoned re-index namespace is dropped. Then it re-plans the same
+work and takes its vectors from the cache (nothing paid twice). The manifest commit is
+one transaction; retired namespaces are dropped after it (and again by the next run if
+the process died in between).
+
+`FRESHNESS_CRASH_AT=<point>[:<n>]` makes the process SIGKILL itself at the n-th pass of a
+named point (see `CRASH_POINTS`); it exists for the crash tests and is a no-op unset.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import time
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..adapters.state.store import ChangeEvent
+from ..adapters.state.store import ChangeEvent, SourceState
 from ..adapters.vectorstores.base import VectorRecord
 from ..core.models import Plan, Section
 from .context import SourceContext, namespace
 from .planning import StagedPlan
 
-UPSERT_BATCH = 500
+CRASH_ENV = "FRESHNESS_CRASH_AT"
+CRASH_POINTS = ("recovered", "intents", "embed", "upsert", "delete", "verified", "committed", "dropped")
+_passes: Counter[str] = Counter()
+
+
+def _crash_point(name: str) -> None:
+    """Fault injection for the crash tests: SIGKILL at the n-th pass of `name` when
+    $FRESHNESS_CRASH_AT is `name[:n]`. A no-op when the variable is unset."""
+    spec = os.environ.get(CRASH_ENV)
+    if not spec:
+        return
+    _passes[name] += 1
+    point, _, nth = spec.partition(":")
+    if point == name and _passes[name] == int(nth or 1):
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 class DriftError(RuntimeError):
@@ -46,6 +70,7 @@ def apply_plan(ctx: SourceContext, staged: StagedPlan, *, run_id: str | None = N
     started = time.time()
     src, store, vectors = ctx.source, ctx.store, ctx.vectors
     with store.lock(src.name):
+        _drop_retired(ctx)  # left over when a run died between its commit and its drop
         state = store.source_state(src.name)
         if state is None:
             raise RuntimeError(f"source {src.name!r} was never crawled; materialize fetched_pages first")
@@ -66,21 +91,26 @@ def apply_plan(ctx: SourceContext, staged: StagedPlan, *, run_id: str | None = N
             plan = staged.plan
         ns = namespace(src.name, target)
         upserts = plan.upserts
-        keep_ids = {s.id for s in upserts}
-
-        orphans = _clean_up_crashed_writes(ctx, active_ns, ns, keep_ids)
-        store.add_pending(src.name, ns, keep_ids)
-
-        vecs, embedded = _vectors_for(ctx, upserts)
-        now = time.time()
-        for i in range(0, len(upserts), UPSERT_BATCH):
-            batch = upserts[i : i + UPSERT_BATCH]
-            vectors.upsert(ns, [_record(s, vecs[s.content_hash], src.name, target, now) for s in batch])
         deletes = [] if reindex else plan.deletes
+        writes = {s.id for s in upserts}
+
+        removed, restored = _recover(ctx, state, ns, writes | set(deletes))
+        _crash_point("recovered")
+        store.add_pending(src.name, ns, writes | set(deletes))
+        _crash_point("intents")
+
+        vecs, embedded = vectors_for(ctx, upserts)
+        now = time.time()
+        batch = ctx.settings.vector_store.upsert_batch
+        for i in range(0, len(upserts), batch):
+            vectors.upsert(ns, [_record(s, vecs[s.content_hash], src.name, target, now) for s in upserts[i : i + batch]])
+            _crash_point("upsert")
         if deletes:
             vectors.delete(ns, deletes)
+            _crash_point("delete")
         if reindex:
-            _verify(vectors.list_hashes(ns), {s.id: s.content_hash for s in upserts}, ns)
+            removed += _verify_complete(ctx, ns, {s.id: s.content_hash for s in upserts})
+        _crash_point("verified")
 
         new_state = replace(
             state,
@@ -92,8 +122,9 @@ def apply_plan(ctx: SourceContext, staged: StagedPlan, *, run_id: str | None = N
             retired_namespaces=sorted({*state.retired_namespaces, active_ns} if reindex else set(state.retired_namespaces)),
         )
         counts = _counts(
-            staged, plan, embedded=embedded, deleted=len(deletes), orphans=orphans, reindex=reindex
+            staged, plan, embedded=embedded, deleted=len(deletes), orphans=removed, reindex=reindex
         )
+        counts["restored"] = restored
         events = _events(staged, plan)
         store.commit(
             new_state,
@@ -110,50 +141,86 @@ def apply_plan(ctx: SourceContext, staged: StagedPlan, *, run_id: str | None = N
                 "reason": staged.reindex_reason,
             },
         )
+        _crash_point("committed")
         _drop_retired(ctx)
     report = IndexReport(src.name, ns, counts, staged.reindex_reason, time.time() - started)
     report.counts["seconds"] = round(report.seconds + _upstream_seconds(staged), 3)
     return report
 
 
-def _clean_up_crashed_writes(ctx: SourceContext, active_ns: str, target_ns: str, keep: set[str]) -> int:
-    """Delete what a crashed run wrote that the manifest does not know and this run won't
-    rewrite. Returns how many records were removed."""
+def _recover(ctx: SourceContext, state: SourceState, target_ns: str, own: set[str]) -> tuple[int, int]:
+    """Undo what crashed runs wrote, as named by their intents, except what this run
+    rewrites itself (`own`, in `target_ns`). Returns (records deleted, records restored).
+
+    In the active namespace a touched id goes back to its manifest row (a crashed run may
+    have overwritten or deleted it, and the site may since have reverted, so the plan will
+    not touch it again) or is deleted when the manifest does not know it. A re-index
+    namespace that is not this run's target was abandoned: it is dropped whole.
+    """
     src, store, vectors = ctx.source, ctx.store, ctx.vectors
-    pending = store.pending(src.name)
-    if not pending:
-        return 0
-    manifest_ids = set(store.manifest_hashes(src.name)) if active_ns in pending else set()
-    removed = 0
-    for ns, ids in pending.items():
+    active_ns = namespace(src.name, state.active_version)
+    removed = restored = 0
+    for ns, ids in store.pending(src.name).items():
+        todo = ids - own if ns == target_ns else ids
         if ns == active_ns:
-            stale = sorted(ids - manifest_ids - keep)
+            d, r = restore_from_manifest(ctx, state, todo)
+            removed, restored = removed + d, restored + r
         elif ns == target_ns:
-            stale = sorted(ids - keep)
-        else:  # an abandoned re-index
+            vectors.delete(ns, sorted(todo))
+            removed += len(todo)
+        else:
             vectors.drop_namespace(ns)
             removed += len(ids)
-            continue
-        if stale:
-            vectors.delete(ns, stale)
-            removed += len(stale)
-    return removed
+    return removed, restored
 
 
-def _vectors_for(ctx: SourceContext, sections: Sequence[Section]) -> tuple[dict[str, np.ndarray], int]:
+def restore_from_manifest(ctx: SourceContext, state: SourceState, ids: Collection[str]) -> tuple[int, int]:
+    """Make the active namespace hold exactly the manifest's record for each id: ids the
+    manifest does not know are deleted, the others re-upserted (vectors from the cache, for
+    the model the active index was built with). Returns (deleted, upserted)."""
+    if not ids:
+        return 0, 0
+    ns = namespace(ctx.name, state.active_version)
+    rows = ctx.store.sections_by_id(ctx.name, ids)
+    gone = sorted(set(ids) - {s.id for s in rows})
+    if gone:
+        ctx.vectors.delete(ns, gone)
+    vecs, _ = vectors_for(ctx, rows, model=state.embed_model, dims=state.embed_dims)
+    now = time.time()
+    batch = ctx.settings.vector_store.upsert_batch
+    for i in range(0, len(rows), batch):
+        part = rows[i : i + batch]
+        ctx.vectors.upsert(ns, [_record(s, vecs[s.content_hash], ctx.name, state.active_version, now) for s in part])
+    return len(gone), len(rows)
+
+
+def vectors_for(
+    ctx: SourceContext, sections: Sequence[Section], *, model: str | None = None, dims: int | None = None
+) -> tuple[dict[str, np.ndarray], int]:
     """Vectors by content hash: from the cache, else embedded (and cached batch by batch,
-    so a crash loses at most one batch of paid work). Returns (vectors, texts embedded)."""
+    so a crash loses at most one batch of paid work). Returns (vectors, texts embedded).
+
+    `model`/`dims` name the cache entries wanted (default: the configured embedder's); a
+    text missing there is embedded only when they are the configured embedder's."""
     v, store = ctx.versions, ctx.store
+    model, dims = model or v.model, dims or v.dims
     wanted = {s.content_hash: s.embed_text for s in sections}
-    vecs = store.cached_vectors(v.model, v.dims, wanted.keys())
+    vecs = store.cached_vectors(model, dims, wanted.keys())
     missing = [h for h in wanted if h not in vecs]
+    if missing and (model, dims) != (v.model, v.dims):
+        raise DriftError(
+            f"{ctx.name}: {len(missing)} records of the active index ({model}, {dims}d) are not "
+            f"in the embedding cache and the configured embedder is {v.model}, {v.dims}d; "
+            "the next refresh re-indexes them"
+        )
     batch = ctx.settings.embedder.batch_size
     for i in range(0, len(missing), batch):
         hashes = missing[i : i + batch]
         rows = ctx.embedder.embed([wanted[h] for h in hashes])
         fresh = {h: np.asarray(rows[j], dtype=np.float32) for j, h in enumerate(hashes)}
-        store.put_vectors(v.model, v.dims, fresh)
+        store.put_vectors(model, dims, fresh)
         vecs.update(fresh)
+        _crash_point("embed")
     return vecs, len(missing)
 
 
@@ -175,15 +242,22 @@ def _record(s: Section, vec: np.ndarray, source: str, version: int, now: float) 
     )
 
 
-def _verify(held: dict[str, str], expected: dict[str, str], ns: str) -> None:
+def _verify_complete(ctx: SourceContext, ns: str, expected: dict[str, str]) -> int:
+    """Before a re-index moves the active pointer: the new namespace must hold exactly the
+    records written. Extras (left by an earlier attempt) are deleted; a missing or wrong
+    record refuses the commit. Returns the number of extras deleted."""
+    held = ctx.vectors.list_hashes(ns)
+    extra = sorted(held.keys() - expected.keys())
+    if extra:
+        ctx.vectors.delete(ns, extra)
     missing = expected.keys() - held.keys()
-    extra = held.keys() - expected.keys()
     wrong = [i for i in expected.keys() & held.keys() if held[i] != expected[i]]
-    if missing or extra or wrong:
+    if missing or wrong:
         raise DriftError(
-            f"{ns}: after writing, the store holds {len(missing)} missing, {len(extra)} extra "
-            f"and {len(wrong)} mismatched records; the active index is unchanged"
+            f"{ns}: after writing, the store holds {len(missing)} missing and {len(wrong)} "
+            "mismatched records; the active index is unchanged"
         )
+    return len(extra)
 
 
 def _drop_retired(ctx: SourceContext) -> None:
@@ -191,6 +265,7 @@ def _drop_retired(ctx: SourceContext) -> None:
     if state and state.retired_namespaces:
         for ns in state.retired_namespaces:
             ctx.vectors.drop_namespace(ns)
+            _crash_point("dropped")
         state.retired_namespaces = []
         ctx.store.save_source_state(state)
 

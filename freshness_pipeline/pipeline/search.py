@@ -6,8 +6,14 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..adapters.embedders import make_embedder
-from ..config import Settings
-from .context import SourceContext, namespace
+from ..adapters.state.metrics_store import MetricsStore
+from ..adapters.state.store import StateStore
+from ..config import Settings, state_url
+from .context import SourceContext, namespace, versions_for
+
+# Best cosine similarity under which a search counts as a weak match, per embedding model
+# (`weak_thresholds` in the sources file overrides). Calibration: docs/metrics.md.
+WEAK_THRESHOLDS = {"all-MiniLM-L6-v2": 0.45}
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,12 +25,24 @@ class Result:
     heading_path: str
     score: float  # cosine similarity of the query and the section
     text: str
+    start: int | None = None  # character offsets of `text` within the page's normalized
+    end: int | None = None  # text (pages.markdown); None when the live page no longer has it
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def search(settings: Settings, query: str, *, k: int = 5, source: str | None = None) -> list[Result]:
+def weak_threshold(settings: Settings) -> float | None:
+    """The weak-match threshold of the configured embedding model, if it has one."""
+    model = versions_for(settings, settings.sources[0]).model if settings.sources else ""
+    return settings.weak_thresholds.get(model, WEAK_THRESHOLDS.get(model))
+
+
+def search(
+    settings: Settings, query: str, *, k: int = 5, source: str | None = None, record: bool = True
+) -> list[Result]:
+    """Top-k sections by cosine similarity. With `record`, the returned keys are kept for the
+    citation resolution rate and a weak best match is logged (query, score, URL, time)."""
     embedder = make_embedder(settings.embedder)
     vector = embedder.embed([query])[0].tolist()
     results: list[Result] = []
@@ -36,14 +54,35 @@ def search(settings: Settings, query: str, *, k: int = 5, source: str | None = N
             state = ctx.store.source_state(s.name)
             if state is None or state.generation == 0:
                 continue
-            for h in ctx.vectors.query(namespace(s.name, state.active_version), vector, k):
+            hits = ctx.vectors.query(namespace(s.name, state.active_version), vector, k)
+            pages = ctx.store.page_markdown(s.name, {h.metadata["url"] for h in hits})
+            for h in hits:
                 m = h.metadata
+                text = m.get("text", "")
+                at = pages.get(m["url"], "").find(text) if text else -1
+                span = (at, at + len(text)) if at >= 0 else (None, None)
                 results.append(
-                    Result(s.name, h.id, m["key"], m["url"], m["heading_path"], h.score, m.get("text", ""))
+                    Result(s.name, h.id, m["key"], m["url"], m["heading_path"], h.score, text, *span)
                 )
         finally:
             ctx.close()
-    return sorted(results, key=lambda r: -r.score)[:k]
+    top = sorted(results, key=lambda r: -r.score)[:k]
+    if record:
+        _record(settings, query, top, embedder.model)
+    return top
+
+
+def _record(settings: Settings, query: str, top: list[Result], model: str) -> None:
+    threshold = weak_threshold(settings)
+    best = top[0] if top else None
+    weak = None
+    if threshold is not None and (best is None or best.score < threshold):
+        weak = {"query": query, "model": model, "best_score": best and best.score, "best_url": best and best.url}
+    store = StateStore(state_url(settings))
+    try:
+        MetricsStore(store).record_search(weak=weak, cited=sorted({(r.source, r.key) for r in top}))
+    finally:
+        store.close()
 
 
 def resolve(settings: Settings, key: str, *, source: str | None = None) -> dict[str, Any] | None:

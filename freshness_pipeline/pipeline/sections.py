@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from ..adapters.state.metrics_store import MetricsStore
 from ..core.models import Section
 from .crawl import CrawlReport
 from .context import SourceContext, page_signature, template_hash
@@ -41,11 +42,14 @@ def current_sections(ctx: SourceContext, crawl: CrawlReport | None = None) -> Se
     diffs = ctx.versions.differences(state)
     if diffs and state.generation > 0:
         out.reindex_reason = "version change: " + "; ".join(diffs)
+    elif state.generation > 0 and (asked := MetricsStore(store).pending_reindex(src.name)):
+        out.reindex_reason = asked["reason"]  # e.g. repeated golden-set misses (pipeline/golden.py)
     blocks = frozenset(state.template_blocks)
     thash = template_hash(state.template_blocks)
     dirty: dict[str, str] = {}
     dates: dict[str, str | None] = {}
-    for page in store.load_pages(src.name, with_markdown=False).values():
+    pages = store.load_pages(src.name, with_markdown=False)
+    for page in pages.values():
         if page.state != "live":
             if page.indexed_signature is not None:  # its sections are still indexed
                 out.gone.append(page.url)
@@ -60,12 +64,19 @@ def current_sections(ctx: SourceContext, crawl: CrawlReport | None = None) -> Se
         if out.reindex_reason or sig != page.indexed_signature:
             dirty[page.url] = sig
             dates[page.url] = page.page_date
+    # A page that moved onto a live page: the planner compares against that page's
+    # indexed sections too, so it must have current ones even when its text is unchanged.
+    for url in set(out.moves.values()) - dirty.keys():
+        page = pages.get(url)
+        if page is not None and page.state == "live" and page.text_hash is not None:
+            dirty[url] = page_signature(page.text_hash, page.page_date, thash, ctx.versions)
+            dates[url] = page.page_date
     markdown = store.page_markdown(src.name, dirty)
     jobs = [
         SegmentJob(url, markdown.get(url, ""), dates[url], blocks, src.chunking.token_budget, src.chunking.encoding)
         for url in sorted(dirty)
     ]
-    for url, result in parallel_map(segment_one, jobs, n=len(jobs)):
+    for url, result in parallel_map(segment_one, jobs):
         if isinstance(result, str):
             out.errors[url] = result  # keep the old sections: the page stays out of the plan
             continue

@@ -10,6 +10,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from itertools import chain, islice
 from typing import TypeVar
 
 from ..core.extract import extract
@@ -71,11 +72,17 @@ def segment_one(job: SegmentJob) -> tuple[str, list[Section] | str]:
         return job.url, f"segmentation failed: {exc!r}"[:500]
 
 
-def parallel_map(fn: Callable[[T], R], items: Iterable[T], *, n: int) -> Iterator[R]:
-    """`map` over a process pool when there is enough work, in order; else inline."""
-    if n < POOL_MIN_ITEMS or (os.cpu_count() or 1) < 2:
-        yield from map(fn, items)
+def parallel_map(fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+    """`map` over a process pool when there is enough work, in order; else inline.
+
+    `items` may be a generator still being produced (pages still downloading): the pool
+    starts once `POOL_MIN_ITEMS` have arrived and works while the rest come in.
+    """
+    rest = iter(items)
+    head = list(islice(rest, POOL_MIN_ITEMS))
+    if len(head) < POOL_MIN_ITEMS or (os.cpu_count() or 1) < 2:
+        yield from map(fn, chain(head, rest))
         return
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=os.cpu_count(), mp_context=ctx) as pool:
-        yield from pool.map(fn, items, chunksize=16)
+        yield from pool.map(fn, chain(head, rest), chunksize=16)

@@ -128,3 +128,14 @@ def test_lock_dies_with_a_killed_process(any_state_url: str) -> None:
         except SourceBusy:
             assert time.time() < deadline, "lock of a killed process was never released"
             time.sleep(0.2)
+
+
+def test_saving_a_row_loaded_without_text_keeps_the_text(any_state_url: str) -> None:
+    store = StateStore(any_state_url)
+    store.save_pages([PageRow("docs", "http://d.test/p", "http://d.test/p/", markdown="# P\n\nbody", text_hash="h")])
+    row = store.load_pages("docs", with_markdown=False)["http://d.test/p"]
+    assert row.markdown is None
+    row.etag = '"v2"'
+    store.save_pages([row])
+    assert store.page_markdown("docs", ["http://d.test/p"]) == {"http://d.test/p": "# P\n\nbody"}
+    assert store.load_pages("docs")["http://d.test/p"].etag == '"v2"'

@@ -146,3 +146,87 @@ change_events = Table(
     Column("created_at", Float, nullable=False),
     Index("ix_change_events_source", "source", "id"),
 )
+
+# -- metrics (migration 0002) ------------------------------------------------------------
+
+# One row per source per run: the freshness time series (see docs/metrics.md).
+freshness_metrics = Table(
+    "freshness_metrics",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("source", String(64), nullable=False),
+    Column("run_id", String(64)),
+    Column("measured_at", Float, nullable=False),
+    Column("stale_share", Float, nullable=False),
+    Column("age_median_s", Float),
+    Column("age_p90_s", Float),
+    Column("lag_median_s", Float),
+    Column("lag_p90_s", Float),
+    Column("stale_retrieval_rate", Float),  # None without a golden set
+    Column("hit_at_1", Float),
+    Column("hit_at_5", Float),
+    Column("mrr", Float),
+    Column("score", Float, nullable=False),
+    Column("details", JSON, nullable=False),  # golden misses, counts behind the figures
+    Index("ix_freshness_metrics_source", "source", "measured_at"),
+)
+
+# Consecutive and total golden-set misses per query and per expected section.
+golden_misses = Table(
+    "golden_misses",
+    metadata,
+    Column("source", String(64), primary_key=True),
+    Column("kind", String(8), primary_key=True),  # query | section
+    Column("subject", String(2048), primary_key=True),  # the query text, or the expected key/URL
+    Column("consecutive", Integer, nullable=False),
+    Column("total", Integer, nullable=False),
+    Column("runs", Integer, nullable=False),
+    Column("updated_at", Float, nullable=False),
+)
+
+# A full re-index asked for outside a version bump (e.g. repeated golden misses). The
+# section stage honours it; it is cleared once the active version has moved past it.
+reindex_requests = Table(
+    "reindex_requests",
+    metadata,
+    Column("source", String(64), primary_key=True),
+    Column("reason", Text, nullable=False),
+    Column("from_version", Integer, nullable=False),  # the active version when asked
+    Column("requested_at", Float, nullable=False),
+)
+
+# Searches whose best cosine similarity fell under the model's threshold. Nothing about
+# who asked; purged after 90 days.
+weak_queries = Table(
+    "weak_queries",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("query", Text, nullable=False),
+    Column("model", String(128), nullable=False),
+    Column("best_score", Float),
+    Column("best_url", String(2048)),
+    Column("created_at", Float, nullable=False),
+    Index("ix_weak_queries_created", "created_at"),
+)
+
+# Section keys returned by searches (the citations handed out), for the resolution rate.
+cited_keys = Table(
+    "cited_keys",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("source", String(64), nullable=False),
+    Column("key", String(64), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Index("ix_cited_keys_created", "created_at"),
+)
+
+# Per webhook: the last change event it acknowledged with a 2xx (outbox delivery cursor).
+webhook_cursors = Table(
+    "webhook_cursors",
+    metadata,
+    Column("url", String(2048), primary_key=True),
+    Column("last_event_id", Integer, nullable=False),
+    Column("attempts", Integer, nullable=False),  # failed deliveries since the last success
+    Column("last_error", Text),
+    Column("updated_at", Float, nullable=False),
+)

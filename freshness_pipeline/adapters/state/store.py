@@ -222,14 +222,21 @@ class StateStore:
                 out.update({r.url: r.markdown or "" for r in conn.execute(q)})
         return out
 
-    def save_pages(self, rows: Iterable[PageRow], *, with_markdown: bool = True) -> None:
-        dicts = [asdict(r) for r in rows]
-        if not with_markdown:
-            for d in dicts:
-                d.pop("markdown")
-        if dicts:
-            with self.engine.begin() as conn:
-                self._upsert(conn, schema.pages, dicts, ["source", "url"])
+    def save_pages(self, rows: Iterable[PageRow]) -> None:
+        """Upsert page rows. A row whose `markdown` is None (loaded without it) keeps the
+        stored text: only fetched content ever replaces it."""
+        with_text, without_text = [], []
+        for r in rows:
+            d = asdict(r)
+            if d["markdown"] is None:
+                del d["markdown"]
+                without_text.append(d)
+            else:
+                with_text.append(d)
+        with self.engine.begin() as conn:
+            for dicts in (with_text, without_text):
+                if dicts:
+                    self._upsert(conn, schema.pages, dicts, ["source", "url"])
 
     # -- manifest ------------------------------------------------------------------------
 
@@ -244,6 +251,14 @@ class StateStore:
                 q = select(t).where(t.c.source == source, t.c.url.in_(part))
                 out.extend(_section(r) for r in conn.execute(q))
             return out
+
+    def sections_by_id(self, source: str, ids: Collection[str]) -> list[Section]:
+        t = schema.sections
+        out: list[Section] = []
+        with self.engine.connect() as conn:
+            for part in _chunks(ids):
+                out.extend(_section(r) for r in conn.execute(select(t).where(t.c.source == source, t.c.id.in_(part))))
+        return out
 
     def manifest_hashes(self, source: str) -> dict[str, str]:
         t = schema.sections

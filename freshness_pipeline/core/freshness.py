@@ -1,0 +1,111 @@
+"""Freshness and retrieval-health arithmetic: percentiles, the composite score, golden-set
+scores and miss streaks. Pure functions; the formulas are documented in docs/metrics.md."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# Weights of the composite score's factors (they sum to 1), see `freshness_score`.
+WEIGHTS = {"stale_share": 0.35, "stale_retrieval": 0.35, "lag": 0.2, "age": 0.1}
+
+
+def percentiles(values: Iterable[float]) -> tuple[float | None, float | None]:
+    """(median, p90) with linear interpolation between closest ranks; (None, None) if empty."""
+    arr = np.asarray(list(values), dtype=float)
+    if arr.size == 0:
+        return None, None
+    return float(np.percentile(arr, 50)), float(np.percentile(arr, 90))
+
+
+def section_age(now: float, changed_at: float, page_last_changed: float | None) -> float:
+    """Seconds since a section's content last changed at its source.
+
+    `changed_at` is when the manifest first held this content (reset by a full re-index);
+    the page's `last_changed` is the last time any of its text changed. The earlier of the
+    two is the better evidence: it survives re-indexes and ignores later edits elsewhere on
+    the page that left this section alone.
+    """
+    seen = min(changed_at, page_last_changed) if page_last_changed is not None else changed_at
+    return max(0.0, now - seen)
+
+
+def embedding_lag(landed_at: float, first_seen: float | None, page_updated: float | None) -> float | None:
+    """Seconds from a change being seen (the page's own updated date when it has one and it
+    is earlier) to its vector landing in the index; None when nothing says when."""
+    seen = [t for t in (first_seen, page_updated) if t is not None and t <= landed_at]
+    return landed_at - min(seen) if seen else None
+
+
+def factor(value: float | None, target: float) -> float:
+    """1 while `value` is within `target`, then `target / value`: half at twice the target."""
+    if value is None or value <= target:
+        return 1.0
+    return target / value
+
+
+def freshness_score(
+    stale_share: float,
+    stale_retrieval_rate: float | None,
+    lag_p90_s: float | None,
+    age_median_s: float | None,
+    *,
+    lag_target_s: float,
+    age_target_s: float,
+) -> float:
+    """Weighted geometric mean of four factors in [0, 1] (1 is perfectly fresh):
+
+        score = (1 - stale_share)^0.35 * (1 - stale_retrieval_rate)^0.35
+                * factor(lag_p90, lag_target)^0.2 * factor(age_median, age_target)^0.1
+
+    A missing figure (no golden set, nothing landed) counts as 1. Any factor at 0 makes the
+    whole score 0: a fully stale index is not rescued by quick embedding.
+    """
+    parts = {
+        "stale_share": 1.0 - stale_share,
+        "stale_retrieval": 1.0 - (stale_retrieval_rate or 0.0),
+        "lag": factor(lag_p90_s, lag_target_s),
+        "age": factor(age_median_s, age_target_s),
+    }
+    score = 1.0
+    for name, value in parts.items():
+        score *= max(0.0, min(1.0, value)) ** WEIGHTS[name]
+    return score
+
+
+@dataclass(frozen=True, slots=True)
+class GoldenCase:
+    query: str
+    expect: str  # a page URL (absolute, or a path on the source's site) or a section key
+    stale_prone: bool = False
+
+
+@dataclass(slots=True)
+class GoldenScore:
+    queries: int = 0
+    hit_at_1: float = 0.0
+    hit_at_5: float = 0.0
+    mrr: float = 0.0
+    misses: list[str] = field(default_factory=list)  # queries not answered in the top 5
+
+
+def score_golden(cases: Sequence[GoldenCase], ranks: Sequence[int | None], *, cutoff: int = 5) -> GoldenScore:
+    """hit@1, hit@`cutoff` and MRR from the 1-based rank of each case's first right answer
+    (None: not in the results). MRR counts ranks as far as the results went."""
+    n = len(cases)
+    if n == 0:
+        return GoldenScore()
+    return GoldenScore(
+        queries=n,
+        hit_at_1=sum(r == 1 for r in ranks) / n,
+        hit_at_5=sum(r is not None and r <= cutoff for r in ranks) / n,
+        mrr=sum(1.0 / r for r in ranks if r is not None) / n,
+        misses=[c.query for c, r in zip(cases, ranks, strict=True) if r is None or r > cutoff],
+    )
+
+
+def next_streak(consecutive: int, missed: bool) -> int:
+    """Consecutive misses after one more run: a hit resets the count."""
+    return consecutive + 1 if missed else 0

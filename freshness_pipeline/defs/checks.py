@@ -1,0 +1,164 @@
+"""Asset checks, per source partition. Thresholds come from each source's `checks:`.
+
+- `diff_plan` / `stale_share`: WARN at `stale_warn`, ERROR at `stale_error`.
+- `diff_plan` / `change_spike` (blocking): `vector_index` does not run on a spike unless the
+  run carries `freshness/allow-spike=true`.
+- `vector_index` / `reconcile_clean`: the manifest equals what the vector store holds.
+- `fetched_pages` / `flagged_pages`: soft 404s, bot walls, repeated errors, as WARN.
+"""
+
+import warnings
+
+import dagster as dg
+
+from ..config import CheckPolicy
+from ..pipeline.planning import StagedPlan
+from ..pipeline.reconcile import reconcile
+from ..pipeline.status import source_status
+from .assets import md_table, diff_plan, fetched_pages, vector_index
+from .partitions import sources_partitions
+from .resources import FreshnessResource
+from .spike import history_shares, judge, suspects
+
+ALLOW_SPIKE_TAG = "freshness/allow-spike"
+SUSPECT_SAMPLE = 300  # changed sections compared word by word for the suspects
+LIST_MAX = 50  # rows of a list in check metadata
+
+# Per-partition checks (one result per source in the UI) are a preview feature in Dagster
+# 1.13; the warning would be printed on every load of the code location.
+warnings.filterwarnings("ignore", message="Specifying a partitions_def on an AssetCheckSpec", category=dg.PreviewWarning)
+
+
+def _policy(freshness: FreshnessResource, source: str) -> CheckPolicy:
+    return freshness.settings().source(source).checks
+
+
+@dg.asset_check(
+    asset=diff_plan,
+    partitions_def=sources_partitions,
+    description="Indexed sections whose stored hash no longer matches the live page, as a share "
+    "of the sections indexed, read before the commit. WARN at `checks.stale_warn` (2%), "
+    "ERROR at `checks.stale_error` (10%).",
+)
+def stale_share(
+    context: dg.AssetCheckExecutionContext, freshness: FreshnessResource, diff_plan: StagedPlan
+) -> dg.AssetCheckResult:
+    policy = _policy(freshness, context.partition_key)
+    share = diff_plan.stale_share
+    severity = dg.AssetCheckSeverity.ERROR if share >= policy.stale_error else dg.AssetCheckSeverity.WARN
+    return dg.AssetCheckResult(
+        passed=share < policy.stale_warn,
+        severity=severity,
+        metadata={
+            "stale_share": round(share, 4),
+            "warn_at": policy.stale_warn,
+            "error_at": policy.stale_error,
+            "indexed_before": diff_plan.indexed_before,
+        },
+    )
+
+
+@dg.asset_check(
+    asset=diff_plan,
+    partitions_def=sources_partitions,
+    blocking=True,
+    description="Blocks vector_index when the share of sections this run would write is above "
+    "`checks.spike_min_share` and `checks.spike_factor` times the median of the source's recent "
+    f"runs. Re-run with the run tag `{ALLOW_SPIKE_TAG}=true` to let a real change through.",
+)
+def change_spike(
+    context: dg.AssetCheckExecutionContext, freshness: FreshnessResource, diff_plan: StagedPlan
+) -> dg.AssetCheckResult:
+    source = context.partition_key
+    policy = _policy(freshness, source)
+    with freshness.open(source) as ctx:
+        history = history_shares(ctx.store.runs(source))
+        verdict = judge(diff_plan.change_share, history, policy)
+        old = {s.id: s.text for s in ctx.store.manifest(source, {s.url for s in diff_plan.plan.changed})}
+    metadata = {
+        "change_share": round(verdict.share, 4),
+        "history_median": round(verdict.median, 4) if verdict.median is not None else None,
+        "history_runs": verdict.runs,
+        "spike_min_share": policy.spike_min_share,
+        "spike_factor": policy.spike_factor,
+    }
+    if diff_plan.reindex_reason:
+        return dg.AssetCheckResult(
+            passed=True, metadata=metadata,
+            description=f"version re-index ({diff_plan.reindex_reason}): rewriting everything is expected",
+        )
+    if not verdict.spike:
+        return dg.AssetCheckResult(passed=True, metadata=metadata)
+    changed = diff_plan.plan.changed[:SUSPECT_SAMPLE]
+    found = suspects((old[s.id], s.text) for s in changed if s.id in old)
+    metadata["top_pages"] = md_table(diff_plan.top_pages(), ("page", "sections written"))
+    metadata["suspects"] = md_table(found, ("phrase added (+) / removed (-)", "changed sections"))
+    allowed = context.run.tags.get(ALLOW_SPIKE_TAG, "").lower() == "true"
+    return dg.AssetCheckResult(
+        passed=False,
+        severity=dg.AssetCheckSeverity.WARN if allowed else dg.AssetCheckSeverity.ERROR,
+        metadata={**metadata, "override": allowed},
+        description=_spike_story(source, verdict.share, verdict.median or 0.0, diff_plan, found, allowed),
+    )
+
+
+def _spike_story(
+    source: str, share: float, median: float, plan: StagedPlan, found: list[tuple[str, int]], allowed: bool
+) -> str:
+    pages = ", ".join(f"{url} ({n})" for url, n in plan.top_pages(5))
+    words = "; ".join(f"'{p}' in {n}" for p, n in found) or "none stand out"
+    head = (
+        f"{source}: this run would rewrite {share:.0%} of the sections (recent median {median:.0%}). "
+        f"Top pages: {pages}. Normalization suspects: {words}. "
+    )
+    if allowed:
+        return head + f"Let through by the run tag {ALLOW_SPIKE_TAG}=true."
+    return head + (
+        "vector_index did not run. If this is template noise, add a noise rule or fix the site and "
+        f"re-run; if the change is real, re-run with the run tag {ALLOW_SPIKE_TAG}=true (recorded in "
+        "the run)."
+    )
+
+
+@dg.asset_check(
+    asset=vector_index,
+    partitions_def=sources_partitions,
+    description="The manifest equals what the vector store holds: no orphans, nothing missing, "
+    "no hash mismatch. ERROR on drift.",
+)
+def reconcile_clean(context: dg.AssetCheckExecutionContext, freshness: FreshnessResource) -> dg.AssetCheckResult:
+    with freshness.open(context.partition_key) as ctx:
+        report = reconcile(ctx)
+    lists = {"orphans": report.orphans, "missing": report.missing, "mismatched": report.mismatched}
+    return dg.AssetCheckResult(
+        passed=report.clean,
+        severity=dg.AssetCheckSeverity.ERROR,
+        description=None if report.clean else (
+            f"{report.namespace} drifted from the manifest; `freshness reconcile --fix` restores it "
+            "from the manifest and the embedding cache"
+        ),
+        metadata={
+            "namespace": report.namespace,
+            "records": report.records,
+            **{k: len(v) for k, v in lists.items()},
+            **{f"{k}_ids": dg.MetadataValue.json(sorted(v)[:LIST_MAX]) for k, v in lists.items() if v},
+        },
+    )
+
+
+@dg.asset_check(
+    asset=fetched_pages,
+    partitions_def=sources_partitions,
+    description="Pages flagged for review (soft 404s, bot walls, repeated errors). Their last "
+    "good text stays indexed until a person looks. WARN with the list.",
+)
+def flagged_pages(context: dg.AssetCheckExecutionContext, freshness: FreshnessResource) -> dg.AssetCheckResult:
+    flagged = source_status(freshness.settings(), context.partition_key)["flagged"]
+    return dg.AssetCheckResult(
+        passed=not flagged,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={"flagged": len(flagged), "pages": md_table(flagged[:LIST_MAX], ("page", "why"))},
+    )
+
+
+refresh_checks = [stale_share, change_spike, reconcile_clean, flagged_pages]

@@ -1,0 +1,87 @@
+"""`freshness_metrics`: after every refresh, the source's freshness metrics, the golden set
+against the index, miss counters (and the re-index they may request), and change-event
+delivery to webhooks. Metric history is rendered from the state store as tables."""
+
+import dagster as dg
+import pandas as pd
+
+from ..adapters.state.metrics_store import MetricsStore
+from ..pipeline.indexing import IndexReport
+from ..pipeline.metrics import after_run
+from ..pipeline.planning import StagedPlan
+from .partitions import sources_partitions
+from .resources import FreshnessResource
+
+HISTORY_COLUMNS = ["measured_at", "score", "stale_share", "age_median_s", "lag_p90_s", "stale_retrieval_rate", "hit_at_5", "mrr"]
+
+
+def history_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """The metric history as shown in Dagster and by `freshness status`: times as UTC, ages
+    and lags in hours."""
+    out = frame.reindex(columns=HISTORY_COLUMNS).copy()
+    out["measured_at"] = pd.to_datetime(out["measured_at"], unit="s", utc=True).dt.strftime("%Y-%m-%d %H:%M")
+    for col in ("age_median_s", "lag_p90_s"):
+        out[col] = (out[col].astype(float) / 3600).round(2)
+    return out.rename(columns={"age_median_s": "age_median_h", "lag_p90_s": "lag_p90_h"}).round(4)
+
+
+def markdown(frame: pd.DataFrame) -> str:
+    """A DataFrame as a markdown table (pandas' own needs the optional `tabulate`)."""
+    cells = [[("" if pd.isna(v) else str(v)) for v in row] for row in frame.itertuples(index=False)]
+    lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + " --- |" * len(frame.columns)]
+    return "\n".join(lines + ["| " + " | ".join(c) + " |" for c in cells])
+
+
+def _table(frame: pd.DataFrame) -> dg.TableMetadataValue:
+    cols = [dg.TableColumn(str(c), "string" if frame[c].dtype == object else "float") for c in frame.columns]
+    rows = [dg.TableRecord({k: (None if pd.isna(v) else v) for k, v in r.items()}) for r in frame.to_dict("records")]
+    return dg.MetadataValue.table(rows, schema=dg.TableSchema(columns=cols))
+
+
+@dg.asset(
+    partitions_def=sources_partitions,
+    group_name="freshness",
+    kinds={"python"},
+    code_version="metrics-1",
+    description="Freshness score, stale share, content age, embedding lag, golden-set hits; "
+    "requests a re-index on repeated misses and delivers change events to webhooks.",
+)
+def freshness_metrics(
+    context: dg.AssetExecutionContext,
+    freshness: FreshnessResource,
+    diff_plan: StagedPlan,
+    vector_index: IndexReport,
+) -> dg.MaterializeResult:
+    with freshness.open(context.partition_key) as ctx:
+        out = after_run(ctx, stale_share=diff_plan.stale_share, run_id=context.run_id)
+        history = history_table(MetricsStore(ctx.store).history(ctx.name))
+    r = out.report
+    context.log.info(f"{r.source}: {vector_index.line()}")
+    (context.log.warning if r.alert else context.log.info)(f"{r.source}: {r.line()}")
+    if out.reindex_requested:
+        context.log.warning(f"{r.source}: full re-index requested for the next run: {out.reindex_requested}")
+    for d in out.deliveries:
+        if d.error:
+            context.log.warning(f"webhook {d.url}: delivered {d.delivered}, {d.backlog} waiting: {d.error}")
+    metadata: dict[str, object] = {
+        "score": dg.MetadataValue.float(r.score),
+        "alert": r.alert,
+        "stale_share": dg.MetadataValue.float(r.stale_share),
+        "age_median_h": dg.MetadataValue.float((r.age_median_s or 0.0) / 3600),
+        "age_p90_h": dg.MetadataValue.float((r.age_p90_s or 0.0) / 3600),
+        "lag_median_h": dg.MetadataValue.float((r.lag_median_s or 0.0) / 3600),
+        "lag_p90_h": dg.MetadataValue.float((r.lag_p90_s or 0.0) / 3600),
+        "history": _table(history),
+        "history_md": dg.MetadataValue.md(markdown(history)),
+        "reindex_requested": out.reindex_requested or "",
+        "webhook_backlog": sum(d.backlog for d in out.deliveries),
+    }
+    if out.golden is not None:
+        metadata |= {
+            "stale_retrieval_rate": dg.MetadataValue.float(r.stale_retrieval_rate or 0.0),
+            "hit_at_1": dg.MetadataValue.float(out.golden.score.hit_at_1),
+            "hit_at_5": dg.MetadataValue.float(out.golden.score.hit_at_5),
+            "mrr": dg.MetadataValue.float(out.golden.score.mrr),
+            "golden": _table(pd.DataFrame(out.golden.rows()).astype({"rank": "object"})),
+        }
+    return dg.MaterializeResult(metadata=metadata)

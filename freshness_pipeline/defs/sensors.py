@@ -1,0 +1,155 @@
+"""The sensors that operate the pipeline:
+
+- `sources_partitions_sensor`: one `sources` partition per source in the sources file. A
+  source removed from the file keeps its partition, history and index; it is just no
+  longer scheduled.
+- `tier_cadence_sensor`: launches `refresh` runs tagged `freshness/tier` when a tier is due
+  (see `cadence.py`), reading the last runs from the instance's run records.
+- `version_bump_sensor`: when the versions a refresh would build with now (normalizer,
+  chunker, embedding model) differ from those a source's index was built with, requests
+  one backfill of the four assets over those sources' partitions.
+"""
+
+import json
+import time
+
+import dagster as dg
+from dagster._core.definitions.assets.graph.asset_graph_subset import AssetGraphSubset
+from dagster._core.definitions.events import AssetKeyPartitionKey
+
+from ..adapters.state.store import StateStore
+from ..config import ConfigError, Settings, state_url
+from ..core.tiers import TIERS
+from ..pipeline.context import versions_for
+from .assets import TIER_TAG, fetched_pages, refresh_assets, refresh_job
+from .cadence import due
+from .partitions import sources_partitions
+from .resources import FreshnessResource
+
+PARTITION_TAG = "dagster/partition"
+REINDEX_TAG = "freshness/reindex"
+RUN_LOOKBACK = 100  # recent runs per source searched for untagged runs and runs in flight
+
+
+@dg.sensor(minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING)
+def sources_partitions_sensor(
+    context: dg.SensorEvaluationContext, freshness: FreshnessResource
+) -> dg.SensorResult | dg.SkipReason:
+    try:
+        names = [s.name for s in freshness.settings().sources]
+    except ConfigError as exc:
+        return dg.SkipReason(str(exc))
+    known = set(context.instance.get_dynamic_partitions(sources_partitions.name))
+    new = [n for n in names if n not in known]
+    retired = sorted(known - set(names))
+    if retired:
+        context.log.info(f"not in the sources file, kept but not scheduled: {', '.join(retired)}")
+    if not new:
+        return dg.SkipReason("every source has its partition")
+    return dg.SensorResult(dynamic_partitions_requests=[sources_partitions.build_add_request(new)])
+
+
+def _is_refresh(run: dg.DagsterRun) -> bool:
+    return run.job_name == refresh_job.name or fetched_pages.key in (run.asset_selection or ())
+
+
+def _last_runs(instance: dg.DagsterInstance, source: str) -> tuple[dict[str | None, float], bool]:
+    """Start time of the latest refresh per tier (None: untagged), and whether one is in flight."""
+    last: dict[str | None, float] = {}
+    busy = False
+    queries = [({}, RUN_LOOKBACK)] + [({TIER_TAG: t}, 1) for t in TIERS]
+    for extra, limit in queries:
+        records = instance.get_run_records(dg.RunsFilter(tags={PARTITION_TAG: source, **extra}), limit=limit)
+        for r in records:
+            run = r.dagster_run
+            if not _is_refresh(run):
+                continue
+            busy |= not run.is_finished
+            tier = run.tags.get(TIER_TAG)
+            last[tier] = max(last.get(tier, 0.0), r.create_timestamp.timestamp())
+    return last, busy
+
+
+@dg.sensor(job=refresh_job, minimum_interval_seconds=300, default_status=dg.DefaultSensorStatus.RUNNING)
+def tier_cadence_sensor(
+    context: dg.SensorEvaluationContext, freshness: FreshnessResource
+) -> dg.SensorResult | dg.SkipReason:
+    try:
+        settings = freshness.settings()
+    except ConfigError as exc:
+        return dg.SkipReason(str(exc))
+    now = time.time()
+    requests = []
+    for src in settings.sources:
+        if not context.instance.has_dynamic_partition(sources_partitions.name, src.name):
+            continue  # sources_partitions_sensor adds it first
+        last, busy = _last_runs(context.instance, src.name)
+        next_up = None if busy else due(last, src.tiers, now)
+        if next_up is None:
+            continue
+        tier = next_up.tier
+        requests.append(
+            dg.RunRequest(
+                run_key=f"{src.name}:{tier or 'all'}:{next_up.since:.0f}",
+                partition_key=src.name,
+                tags={TIER_TAG: tier} if tier else {},
+            )
+        )
+    return dg.SensorResult(run_requests=requests) if requests else dg.SkipReason("no tier is due")
+
+
+def _version_drift(settings: Settings) -> dict[str, str]:
+    """Source -> what differs between its active index and what a refresh would build now."""
+    store = StateStore(state_url(settings))
+    try:
+        out = {}
+        for src in settings.sources:
+            state = store.source_state(src.name)
+            if state is not None and state.generation > 0:
+                if diffs := versions_for(settings, src).differences(state):
+                    out[src.name] = "; ".join(diffs)
+        return out
+    finally:
+        store.close()
+
+
+def reindex_request(context: dg.SensorEvaluationContext, drift: dict[str, str]) -> dg.RunRequest:
+    """One backfill of the four assets over the drifted sources' partitions.
+
+    Dagster 1.13 has no public constructor for a backfill request from a sensor; the sensor
+    daemon launches a backfill for a RunRequest carrying an asset graph subset (the channel
+    its own automation sensors use), so this builds exactly that.
+    """
+    keys = {AssetKeyPartitionKey(a.key, source) for a in refresh_assets for source in drift}
+    subset = AssetGraphSubset.from_asset_partition_set(keys, context.repository_def.asset_graph)
+    reason = " | ".join(f"{s}: {d}" for s, d in sorted(drift.items()))
+    return dg.RunRequest.for_asset_graph_subset(subset, tags={REINDEX_TAG: reason[:4000]})
+
+
+@dg.sensor(
+    asset_selection=dg.AssetSelection.assets(*refresh_assets),
+    minimum_interval_seconds=300,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+)
+def version_bump_sensor(
+    context: dg.SensorEvaluationContext, freshness: FreshnessResource
+) -> dg.SensorResult | dg.SkipReason:
+    try:
+        settings = freshness.settings()
+    except ConfigError as exc:
+        return dg.SkipReason(str(exc))
+    requested: dict[str, str] = json.loads(context.cursor or "{}")
+    drift = {
+        s: d for s, d in _version_drift(settings).items()
+        if context.instance.has_dynamic_partition(sources_partitions.name, s)
+    }
+    todo = {s: d for s, d in drift.items() if requested.get(s) != d}
+    cursor = json.dumps(drift, sort_keys=True)  # a source back in line is forgotten
+    if not todo:
+        why = f"re-index already requested: {', '.join(sorted(drift))}" if drift else "every index is current"
+        return dg.SensorResult(skip_reason=why, cursor=cursor)
+    context.log.info("full re-index: " + "; ".join(f"{s}: {d}" for s, d in sorted(todo.items())))
+    return dg.SensorResult(run_requests=[reindex_request(context, todo)], cursor=cursor)
+
+
+refresh_sensors = [sources_partitions_sensor, tier_cadence_sensor, version_bump_sensor]

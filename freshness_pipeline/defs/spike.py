@@ -1,0 +1,64 @@
+"""What the change-spike check decides and explains. Pure: runs and texts in, verdicts out.
+
+A run is a spike when the share of live sections it would write is above the source's
+`spike_min_share` *and* `spike_factor` times the median share of its recent runs. Runs
+that rewrote everything (the first build, a version re-index, an overridden spike) are
+left out of the history; with no history left, nothing is a spike.
+"""
+
+from __future__ import annotations
+
+import difflib
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import CheckPolicy
+
+
+@dataclass(frozen=True, slots=True)
+class SpikeVerdict:
+    spike: bool
+    share: float
+    median: float | None  # None: no usable history
+    runs: int  # runs in the history
+
+
+def history_shares(runs: Iterable[Mapping[str, Any]]) -> list[float]:
+    """Change share of each past incremental run (`StateStore.runs` rows)."""
+    shares = []
+    for run in runs:
+        c = run.get("counts") or {}
+        indexed, written = c.get("sections_indexed", 0), c.get("upserted", 0)
+        if run.get("reason") or not indexed or written >= indexed:
+            continue  # first build, version re-index, or a whole rewrite
+        shares.append(written / indexed)
+    return shares
+
+
+def judge(share: float, history: Sequence[float], policy: CheckPolicy) -> SpikeVerdict:
+    if not history:
+        return SpikeVerdict(False, share, None, 0)
+    median = statistics.median(history)
+    spike = share > policy.spike_min_share and share > policy.spike_factor * median
+    return SpikeVerdict(spike, share, median, len(history))
+
+
+def suspects(pairs: Iterable[tuple[str, str]], n: int = 5) -> list[tuple[str, int]]:
+    """Phrases added (`+`) or removed (`-`) in many changed sections: what a normalization
+    rule would have to strip. `pairs` are (old text, new text); returns (phrase, sections)."""
+    seen: Counter[str] = Counter()
+    total = 0
+    for old, new in pairs:
+        total += 1
+        a, b = old.split(), new.split()
+        phrases = set()
+        for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+            if op in ("replace", "delete") and i2 > i1:
+                phrases.add("- " + " ".join(a[i1:i2])[:120])
+            if op in ("replace", "insert") and j2 > j1:
+                phrases.add("+ " + " ".join(b[j1:j2])[:120])
+        seen.update(phrases)
+    return [(p, k) for p, k in seen.most_common(n) if k > 1 or total == 1]

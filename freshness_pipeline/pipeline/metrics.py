@@ -1,0 +1,151 @@
+"""Freshness metrics of one source after a run: stale share, content age, embedding lag,
+stale retrieval rate (golden set) and the composite score, stored as a time series.
+Formulas: core/freshness.py and docs/metrics.md."""
+
+from __future__ import annotations
+
+import calendar
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from sqlalchemy import select
+
+from ..adapters.state import schema
+from ..adapters.state.metrics_store import MetricsStore
+from ..adapters.webhooks import Delivery, deliver
+from ..core.freshness import embedding_lag, freshness_score, percentiles, section_age
+from .context import SourceContext
+from .golden import GoldenRun, evaluate, golden_file, load_golden, record_misses
+
+_DAY = 86_400.0
+
+
+@dataclass(slots=True)
+class FreshnessReport:
+    source: str
+    stale_share: float
+    age_median_s: float | None
+    age_p90_s: float | None
+    lag_median_s: float | None
+    lag_p90_s: float | None
+    stale_retrieval_rate: float | None
+    hit_at_1: float | None
+    hit_at_5: float | None
+    mrr: float | None
+    score: float
+    alert: bool
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def line(self) -> str:
+        def h(s: float | None) -> str:
+            return "-" if s is None else f"{s / 3600:.1f}h"
+
+        srr = "-" if self.stale_retrieval_rate is None else f"{self.stale_retrieval_rate:.0%}"
+        hits = "" if self.hit_at_5 is None else f" hit@1: {self.hit_at_1:.2f} hit@5: {self.hit_at_5:.2f} mrr: {self.mrr:.2f}"
+        return (
+            f"freshness: {self.score:.3f}{' ALERT' if self.alert else ''} stale: {self.stale_share:.1%} "
+            f"age p50/p90: {h(self.age_median_s)}/{h(self.age_p90_s)} lag p50/p90: {h(self.lag_median_s)}/"
+            f"{h(self.lag_p90_s)} stale retrieval: {srr}{hits}"
+        )
+
+
+def measure(
+    ctx: SourceContext,
+    *,
+    stale_share: float,
+    golden: GoldenRun | None = None,
+    run_id: str | None = None,
+    now: float | None = None,
+) -> FreshnessReport:
+    """Compute and store the metrics of the source's latest committed run."""
+    now = time.time() if now is None else now
+    pages = ctx.store.load_pages(ctx.name, with_markdown=False)
+    runs = ctx.store.runs(ctx.name, limit=2)
+    t = schema.sections
+    with ctx.store.engine.connect() as conn:
+        rows = conn.execute(select(t.c.url, t.c.changed_at, t.c.indexed_at).where(t.c.source == ctx.name)).all()
+    ages = [section_age(now, r.changed_at, _last_changed(pages, r.url)) for r in rows]
+    lags: list[float] = []
+    if runs:
+        since = runs[1]["started_at"] if len(runs) > 1 else 0.0  # changes seen since the run before
+        for r in rows:
+            page = pages.get(r.url)
+            seen = page.last_changed if page else None
+            if r.indexed_at >= runs[0]["started_at"] and (seen or 0.0) >= since:
+                lag = embedding_lag(r.indexed_at, seen, _updated(page.page_date if page else None))
+                if lag is not None:
+                    lags.append(lag)
+    age_p50, age_p90 = percentiles(ages)
+    lag_p50, lag_p90 = percentiles(lags)
+    srr = golden.stale_retrieval_rate if golden else None
+    checks = ctx.source.checks
+    score = freshness_score(
+        stale_share, srr, lag_p90, age_p50, lag_target_s=checks.lag_target_h * 3600, age_target_s=checks.age_target_d * _DAY
+    )
+    report = FreshnessReport(
+        source=ctx.name,
+        stale_share=stale_share,
+        age_median_s=age_p50,
+        age_p90_s=age_p90,
+        lag_median_s=lag_p50,
+        lag_p90_s=lag_p90,
+        stale_retrieval_rate=srr,
+        hit_at_1=golden.score.hit_at_1 if golden else None,
+        hit_at_5=golden.score.hit_at_5 if golden else None,
+        mrr=golden.score.mrr if golden else None,
+        score=score,
+        alert=score < checks.freshness_alert,
+        details={
+            "sections": len(rows),
+            "landed": len(lags),
+            "golden_queries": golden.score.queries if golden else 0,
+            "golden_misses": golden.score.misses if golden else [],
+            "stale_queries": golden.stale_queries if golden else [],
+        },
+    )
+    row = {k: v for k, v in asdict(report).items() if k != "alert"}
+    MetricsStore(ctx.store).add_metrics({**row, "run_id": run_id, "measured_at": now})
+    return report
+
+
+@dataclass(slots=True)
+class AfterRun:
+    report: FreshnessReport
+    golden: GoldenRun | None
+    reindex_requested: str | None  # reason, when this run's misses asked for a full re-index
+    reindex_settled: bool  # a requested re-index landed and its request was cleared
+    deliveries: list[Delivery]
+
+
+def after_run(ctx: SourceContext, *, stale_share: float, run_id: str | None = None) -> AfterRun:
+    """What `freshness_metrics` does after every refresh: settle a landed re-index request,
+    run the golden set (counting misses), store the metrics and deliver change events."""
+    metrics = MetricsStore(ctx.store)
+    state = ctx.store.source_state(ctx.name)
+    settled = metrics.settle_reindex(ctx.name, state.active_version) if state else False
+    path = golden_file(ctx.source)
+    golden = evaluate(ctx, load_golden(path)) if path else None
+    requested = record_misses(ctx, golden) if golden and golden.cases else None
+    report = measure(ctx, stale_share=stale_share, golden=golden, run_id=run_id)
+    with ctx.store.lock("_webhooks", wait=True):  # one delivery at a time keeps the order
+        deliveries = [deliver(metrics, hook) for hook in ctx.settings.webhooks]
+    return AfterRun(report, golden, requested, settled, deliveries)
+
+
+def _last_changed(pages: dict[str, Any], url: str) -> float | None:
+    page = pages.get(url)
+    return page.last_changed if page else None
+
+
+def _updated(page_date: str | None) -> float | None:
+    """The end (UTC) of the day a page says it was updated: the latest the change can have
+    happened, so a lag measured from it is never overstated. Month-only dates say too
+    little and are ignored."""
+    if not page_date or len(page_date) != 10:
+        return None
+    try:
+        day = time.strptime(page_date, "%Y-%m-%d")
+    except ValueError:
+        return None
+    return calendar.timegm(day) + _DAY

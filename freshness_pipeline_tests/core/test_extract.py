@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from freshness_pipeline.core.extract import Extracted, extract
+
+URL = "https://docs.example.com/guide/install/"
+
+NAV = "".join(f'<li><a href="/p{i}/">Navigation entry number {i}</a></li>' for i in range(60))
+PAGE = f"""<!doctype html><html><head><title>Install | Docs</title>
+<meta property="article:published_time" content="2024-01-02">
+<meta property="article:modified_time" content="2026-06-03T10:00:00Z"></head>
+<body><nav><ul>{NAV}</ul></nav>
+<main>
+<h1 id="install">Install <a class="headerlink" href="#install">¶</a></h1>
+<p>Install the <code>widget</code> tool, see <a href="setup/">setup</a> and <a href="../api/#x">the API</a>.</p>
+<h2 id="req">Requirements<a class="hash-link" href="#req">\u200b</a></h2>
+<ul><li>Python 3.11</li><li>a compiler</li></ul>
+<h3>Optional extras</h3>
+<p>Some extras need <strong>libfoo</strong>.</p>
+<pre><code># a comment, not a heading
+pip install widget
+</code></pre>
+<h2>Configuration</h2>
+<table><tr><th>Key</th><th>Default</th></tr><tr><td>retries</td><td>3</td></tr></table>
+</main>
+<footer>© 2019-2026 Example</footer></body></html>"""
+
+
+def test_markdown_keeps_structure() -> None:
+    got = extract(PAGE, URL)
+    lines = got.markdown.split("\n")
+    assert [l for l in lines if l.startswith("#") and not l.startswith("# a comment")] == [
+        "# Install",
+        "## Requirements",
+        "### Optional extras",
+        "## Configuration",
+    ]
+    assert "- Python 3.11" in lines
+    assert "```\n# a comment, not a heading\npip install widget\n```" in got.markdown
+    assert "| Key | Default |" in got.markdown
+    assert "**libfoo**" in got.markdown and "`widget`" in got.markdown
+
+
+def test_only_main_content() -> None:
+    got = extract(PAGE, URL)
+    assert "Navigation entry" not in got.markdown
+    assert "2019" not in got.markdown
+
+
+def test_links_resolve_against_the_page() -> None:
+    md = extract(PAGE, URL).markdown
+    assert "[setup](https://docs.example.com/guide/install/setup/)" in md
+    assert "[the API](https://docs.example.com/guide/api/#x)" in md
+
+
+def test_title_and_updated_date() -> None:
+    got = extract(PAGE, URL)
+    assert got.title == "Install"  # the site name trimmed
+    assert got.date == "2026-06-03"
+    published_only = PAGE.replace('<meta property="article:modified_time" content="2026-06-03T10:00:00Z">', "")
+    assert extract(published_only, URL).date == "2024-01-02"
+    assert extract("<html><body><main><p>no date here</p></main></body></html>", URL).date is None
+
+
+def test_a_short_page_keeps_its_headings() -> None:
+    md = extract("<html><body><main><h1>Hi</h1><p>Short.</p></main></body></html>", URL).markdown
+    assert md == "# Hi\n\nShort."
+
+
+def test_single_article_is_used_when_there_is_no_main() -> None:
+    html = f"<html><body><div><ul>{NAV}</ul></div><article><h1>A</h1><p>Body text.</p></article></body></html>"
+    assert extract(html, URL).markdown == "# A\n\nBody text."
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    ["", "   ", "\x00\x01\x02", "<<<>>>", "<html>", "<?xml version='1.0'?><a>b</a>", "<main></main>", "\ufffd" * 50],
+)
+def test_garbage_gives_empty_markdown(garbage: str) -> None:
+    got = extract(garbage, URL)
+    assert isinstance(got, Extracted) and got.markdown == ""
+
+
+def test_never_raises_on_bad_links_or_urls() -> None:
+    html = '<html><head><base href="http://[bad"></head><body><main><p><a href="x">x</a> text</p></main></body></html>'
+    assert isinstance(extract(html, URL), Extracted)
+    assert isinstance(extract(PAGE, "not a url"), Extracted)
+
+
+def test_fast_enough() -> None:
+    extract(PAGE, URL)  # warm up
+    start = time.perf_counter()
+    for _ in range(20):
+        extract(PAGE, URL)
+    assert (time.perf_counter() - start) / 20 < 0.1  # ~5 ms here; 40 ms is the budget

@@ -1,0 +1,135 @@
+"""The asset checks through the `refresh` job on a generated site: the blocking change-spike
+check stops `vector_index` and the override tag lets it through; stale share, reconcile and
+flagged pages report what they should."""
+
+from __future__ import annotations
+
+import copy
+import random
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from freshness_pipeline.adapters.state.store import StateStore
+from freshness_pipeline.config import load_settings, state_url
+from freshness_pipeline.defs.checks import ALLOW_SPIKE_TAG
+from freshness_pipeline.defs.spike import history_shares, judge, suspects
+from freshness_pipeline.demo.server import DocsSite
+from freshness_pipeline.pipeline.context import SourceContext
+from freshness_pipeline_tests.defs.harness import SOURCE, check_result, materialized, refresh
+from freshness_pipeline_tests.sitegen import Site, generate, paragraph
+
+ASSETS = {"fetched_pages", "section_manifest", "diff_plan", "vector_index"}
+FEEDBACK = "Was this page helpful? Tell us in the forum."
+
+
+def edit_one(site: Site, rng: random.Random) -> Site:
+    out = Site(copy.deepcopy(site.pages))
+    rel = rng.choice(sorted(out.pages))
+    heading, _ = out.pages[rel][0]
+    out.pages[rel][0] = (heading, paragraph(rng))
+    return out
+
+
+def manifest_texts() -> list[str]:
+    store = StateStore(state_url(load_settings()))
+    try:
+        return [s.text for s in store.manifest(SOURCE)]
+    finally:
+        store.close()
+
+
+def test_change_spike_blocks_vector_index_until_the_override(
+    sources: Path, site: DocsSite, instance: dg.DagsterInstance
+) -> None:
+    rng = random.Random(11)
+    docs = generate(8, sections_per_page=3, seed=5)
+    site.publish(docs.markdown())
+    first = refresh(instance)
+    assert first.success and materialized(first) == ASSETS
+    assert check_result(first, "change_spike").passed  # no history yet: never a spike
+    for _ in range(2):  # normal runs: one section edited each time
+        docs = edit_one(docs, rng)
+        site.publish(docs.markdown())
+        normal = refresh(instance)
+        assert normal.success and check_result(normal, "change_spike").passed
+
+    # A template redeploy: the same feedback line lands in every section.
+    redeploy = Site({rel: [(h, f"{t} {FEEDBACK}") for h, t in secs] for rel, secs in docs.pages.items()})
+    site.publish(redeploy.markdown())
+    blocked = refresh(instance)
+    spike = check_result(blocked, "change_spike")
+    assert not spike.passed and spike.severity == dg.AssetCheckSeverity.ERROR
+    assert materialized(blocked) == ASSETS - {"vector_index"}
+    assert not blocked.success  # the failed blocking check fails the run
+    assert spike.metadata["change_share"].value == 1.0
+    assert f"+ {FEEDBACK}" in spike.metadata["suspects"].value  # the suspect phrase, in 24 sections
+    assert "/guide/page" in spike.description and ALLOW_SPIKE_TAG in spike.description
+    assert not any(FEEDBACK in t for t in manifest_texts())  # the index was not touched
+
+    allowed = refresh(instance, tags={ALLOW_SPIKE_TAG: "true"})
+    spike = check_result(allowed, "change_spike")
+    assert not spike.passed and spike.severity == dg.AssetCheckSeverity.WARN
+    assert spike.metadata["override"].value is True
+    assert allowed.success and materialized(allowed) == ASSETS
+    assert instance.get_run_by_id(allowed.run_id).tags[ALLOW_SPIKE_TAG] == "true"  # recorded
+    assert all(FEEDBACK in t for t in manifest_texts())
+    # The stale share of the redeploy run is all of it: ERROR (non-blocking).
+    stale = check_result(allowed, "stale_share")
+    assert not stale.passed and stale.severity == dg.AssetCheckSeverity.ERROR
+    assert check_result(allowed, "reconcile_clean").passed
+
+
+def test_stale_share_reconcile_and_flagged_pages(
+    sources: Path, site: DocsSite, instance: dg.DagsterInstance
+) -> None:
+    docs = generate(10, sections_per_page=3, seed=2)  # 30 sections
+    site.publish(docs.markdown())
+    assert refresh(instance).success
+
+    # One edited section of 30 (3.3%): WARN. A page turned into an error page: flagged.
+    edited = edit_one(docs, random.Random(1))
+    edited.pages["guide/page9.md"] = []
+    site.publish({**edited.markdown(), "guide/page9.md": "# Not found\n\nPage not found.\n"})
+    result = refresh(instance)
+    stale = check_result(result, "stale_share")
+    assert not stale.passed and stale.severity == dg.AssetCheckSeverity.WARN
+    assert stale.metadata["stale_share"].value == pytest.approx(1 / 30, abs=1e-3)
+    flagged = check_result(result, "flagged_pages")
+    assert not flagged.passed and flagged.severity == dg.AssetCheckSeverity.WARN
+    assert flagged.metadata["flagged"].value == 1 and "/guide/page9" in flagged.metadata["pages"].value
+    assert check_result(result, "reconcile_clean").passed
+
+    # Drift: a record deleted behind the manifest's back.
+    ctx = SourceContext.open(load_settings(), SOURCE)
+    try:
+        ns = f"{SOURCE}-v{ctx.store.source_state(SOURCE).active_version}"
+        gone = sorted(ctx.store.manifest_hashes(SOURCE))[0]
+        ctx.vectors.delete(ns, [gone])
+    finally:
+        ctx.close()
+    drift = check_result(refresh(instance), "reconcile_clean")
+    assert not drift.passed and drift.severity == dg.AssetCheckSeverity.ERROR
+    assert drift.metadata["missing"].value == 1 and drift.metadata["missing_ids"].value == [gone]
+
+
+def test_spike_rule() -> None:
+    policy = load_policy()
+    quiet = [{"counts": {"sections_indexed": 100, "upserted": n}, "reason": None} for n in (2, 3, 4)]
+    first = {"counts": {"sections_indexed": 100, "upserted": 100}, "reason": None}
+    reindex = {"counts": {"sections_indexed": 100, "upserted": 100}, "reason": "version change"}
+    history = history_shares([*quiet, first, reindex])
+    assert history == [0.02, 0.03, 0.04]
+    assert judge(0.9, [], policy).spike is False  # no history
+    assert judge(0.9, history, policy).spike is True
+    assert judge(0.4, history, policy).spike is False  # under spike_min_share
+    assert judge(0.6, [0.2, 0.2], policy).spike is False  # under spike_factor x median
+    found = suspects([("a b c", "a b c x y"), ("d e", "d e x y"), ("f", "g")])
+    assert found[0] == ("+ x y", 2)
+
+
+def load_policy():
+    from freshness_pipeline.config import CheckPolicy
+
+    return CheckPolicy()
