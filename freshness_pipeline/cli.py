@@ -73,6 +73,14 @@ def _parser() -> argparse.ArgumentParser:
     resolve.add_argument("--source")
     resolve.add_argument("--json", action="store_true")
     resolve.set_defaults(func=_resolve)
+
+    weak = sub.add_parser("weak", help="searches whose best match was weak (last 90 days)")
+    weak.add_argument("--days", type=float, default=90)
+    weak.add_argument("--json", action="store_true")
+    weak.set_defaults(func=_weak)
+
+    deliver = sub.add_parser("deliver", help="send waiting change events to the configured webhooks")
+    deliver.set_defaults(func=_deliver)
     return p
 
 
@@ -114,17 +122,25 @@ def _dump(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _search(args: argparse.Namespace, settings: Settings) -> int:
-    from .pipeline.search import search
+    from .pipeline.search import search, weak_threshold
 
     hits = search(settings, args.query, k=args.k, source=args.source)
     if args.json:
         print(json.dumps([h.as_dict() for h in hits], indent=1))
         return 0
     for i, h in enumerate(hits, 1):
-        print(f"{i}. {h.score:.3f}  {h.url}  [{h.heading_path}]  key={h.key}")
+        span = f"  chars {h.start}-{h.end}" if h.start is not None else "  (not in the live page text)"
+        print(f"{i}. {h.score:.3f}  {h.url}  [{h.heading_path}]  key={h.key}{span}")
         print(f"   {h.text[:160].replace(chr(10), ' ')}")
     if not hits:
         print("no results")
+    threshold = weak_threshold(settings)
+    best = hits[0].score if hits else None
+    weak = threshold is not None and (best is None or best < threshold)
+    print(
+        f"best cosine similarity: {'-' if best is None else f'{best:.3f}'}"
+        + (f" (weak match: under {threshold:.2f}; recorded, see `freshness weak`)" if weak else "")
+    )
     return 0
 
 
@@ -146,7 +162,32 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
             print(f"  flapping: {url} re-embedded in {n} runs")
         for url, why in r.get("flagged", []):
             print(f"  flagged: {url}: {why}")
+        _print_freshness(r)
     return 0
+
+
+def _print_freshness(r: dict[str, Any]) -> None:
+    import pandas as pd
+
+    from .defs.metrics_assets import history_table
+
+    if r.get("freshness_history"):
+        f = r["freshness"]
+        print(f"  freshness score {f['score']:.3f}" + ("  ALERT: under the threshold" if f["alert"] else ""))
+        table = history_table(pd.DataFrame(r["freshness_history"])).tail(5)
+        print("    " + table.to_string(index=False, na_rep="-").replace("\n", "\n    "))
+        if f.get("details", {}).get("golden_misses"):
+            print(f"  golden misses: {'; '.join(f['details']['golden_misses'])}")
+    for m in r.get("chunking_problems", []):
+        print(f"  probable chunking problem: {m['kind']} {m['subject']!r} missed {m['consecutive']} runs in a row")
+    if r.get("reindex_requested"):
+        print(f"  full re-index requested for the next run: {r['reindex_requested']}")
+    c = r.get("citations") or {}
+    if c.get("keys"):
+        print(f"  citation resolution rate (30 days): {c['rate']:.1%} of {c['keys']} keys")
+    for w in r.get("webhooks", []):
+        if w["backlog"] or w["last_error"]:
+            print(f"  webhook {w['url']}: {w['backlog']} events waiting; last error: {w['last_error']}")
 
 
 def _reconcile(args: argparse.Namespace, settings: Settings) -> int:
@@ -175,6 +216,47 @@ def _reconcile(args: argparse.Namespace, settings: Settings) -> int:
             for rid in getattr(report, kind)[:20]:
                 print(f"  {kind}: {rid}")
     return 1 if drift else 0
+
+
+def _weak(args: argparse.Namespace, settings: Settings) -> int:
+    from .adapters.state.metrics_store import MetricsStore
+    from .adapters.state.store import StateStore
+    from .config import state_url
+
+    store = StateStore(state_url(settings))
+    try:
+        frame = MetricsStore(store).weak_queries(days=args.days)
+    finally:
+        store.close()
+    if args.json:
+        print(frame.to_json(orient="records", indent=1))
+        return 0
+    for r in frame.itertuples(index=False):
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_at))
+        score = "-" if r.best_score is None or r.best_score != r.best_score else f"{r.best_score:.3f}"
+        print(f"{when}  {score}  {r.query!r}  best: {r.best_url or '-'}")
+    if frame.empty:
+        print("no weak matches")
+    return 0
+
+
+def _deliver(args: argparse.Namespace, settings: Settings) -> int:
+    from .adapters.state.metrics_store import MetricsStore
+    from .adapters.state.store import StateStore
+    from .adapters.webhooks import deliver
+    from .config import state_url
+
+    store = StateStore(state_url(settings))
+    failed = 0
+    try:
+        with store.lock("_webhooks", wait=True):
+            for hook in settings.webhooks:
+                d = deliver(MetricsStore(store), hook)
+                print(f"{hook.url}: delivered {d.delivered}, {d.backlog} waiting" + (f"; {d.error}" if d.error else ""))
+                failed += d.error is not None
+    finally:
+        store.close()
+    return 1 if failed else 0
 
 
 def _demo(args: argparse.Namespace) -> int:

@@ -88,9 +88,9 @@ class CheckPolicy(_Strict):
     stale_error: float = 0.10
     spike_min_share: float = 0.5  # a run changing more than this share of sections ...
     spike_factor: float = 4.0  # ... and this many times its recent median is a spike
-    freshness_alert: float = 0.9  # a composite freshness score under this alerts (docs/metrics.md)
+    freshness_alert: float = 0.95  # a composite freshness score under this alerts (docs/metrics.md)
     lag_target_h: float = 24.0  # embedding lag (p90) the score tolerates in full
-    age_target_d: float = 365.0  # median content age the score tolerates in full
+    age_target_d: float = 730.0  # median content age the score tolerates in full
     golden_miss_runs: int = 3  # consecutive golden-set misses that request a full re-index
 
 
@@ -120,6 +120,7 @@ class EmbedderConfig(_Strict):
     base_url: str | None = None  # OpenAI-compatible servers
     batch_size: int = 64
     max_batch_tokens: int = 250_000
+    timeout_s: float = 60.0  # openai: per request; a timed-out request is retried
 
 
 class VectorStoreConfig(_Strict):
@@ -128,6 +129,7 @@ class VectorStoreConfig(_Strict):
     index_name: str | None = None  # pinecone
     host: str | None = None  # pinecone data-plane host (or a local stand-in)
     upsert_batch: int = Field(500, ge=1)  # records per upsert call of the commit protocol
+    timeout_s: float = 30.0  # pinecone: per request; a timed-out request is retried
 
 
 class Webhook(_Strict):

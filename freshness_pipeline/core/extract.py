@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from copy import deepcopy
 from dataclasses import dataclass
 
@@ -17,12 +18,11 @@ __all__ = ["Extracted", "extract"]
 
 logger = logging.getLogger(__name__)
 
-# Permalink anchors that doc generators append to headings: Sphinx/MkDocs `¶`, Docusaurus
-# zero-width `hash-link`, `#` or `🔗` elsewhere. They would end up in every heading path.
+# Permalink anchors that doc generators put in headings: Sphinx/MkDocs `¶`, Docusaurus
+# zero-width space, `#`, `§`, `🔗` or an icon. They would end up in every heading path.
 _PERMALINKS = etree.XPath(
     "(//h1|//h2|//h3|//h4|//h5|//h6)//a[starts-with(@href, '#')]"
-    "[contains(@class, 'headerlink') or contains(@class, 'anchor') or contains(@class, 'hash-link')"
-    " or string-length(normalize-space(translate(., '\u200b¶#🔗', ''))) = 0]"
+    "[string-length(normalize-space(translate(., '\u200b¶#§🔗', ''))) = 0]"
 )
 # Below MIN_EXTRACTED_SIZE chars trafilatura swaps its result for a plain-text "baseline" dump
 # (no headings, one line per inline element). Short docs pages are normal here, and the text
@@ -50,10 +50,14 @@ def extract(html: str, url: str) -> Extracted:
         for a in _PERMALINKS(tree):
             a.drop_tree()
         # trafilatura resolves relative links against the site root, not the page: do it here.
-        tree.make_links_absolute(url, handle_failures="ignore")
+        tree.resolve_base_href(handle_failures="ignore")
+        tree.make_links_absolute(url, resolve_base_href=False, handle_failures="ignore")
         title = extract_title(tree)
-        # Fast mode: markup and meta tags only, no free-text search. htmldate copies the tree.
-        date = htmldate.find_date(tree, extensive_search=False, original_date=False, url=url)
+        # Fast mode: markup and meta tags only, no free-text search; a date in the URL (the
+        # publication's, usually) only as a last resort. htmldate copies the tree.
+        date = htmldate.find_date(
+            tree, extensive_search=False, original_date=False, url=url, deferred_url_extractor=True
+        )
         markdown = trafilatura.extract(
             _content_root(tree),
             output_format="markdown",
@@ -68,7 +72,27 @@ def extract(html: str, url: str) -> Extracted:
     except Exception:  # trafilatura and lxml raise many kinds of errors on broken markup
         logger.warning("extraction failed for %s", url, exc_info=True)
         return Extracted("")
-    return Extracted(markdown or "", title or None, date)
+    return Extracted(_own_line_fences(markdown or ""), title or None, date)
+
+
+_TRAILING_FENCE = re.compile(r"(.*\S)[ \t]*```[ \t]*")
+
+
+def _own_line_fences(markdown: str) -> str:
+    """trafilatura writes a multi-line inline `<code>` as "prose ```", code lines, "```":
+    the opening fence then goes unseen and the closing one opens a block that never ends.
+    Put such opening fences on their own line."""
+    out: list[str] = []
+    in_code = False
+    for line in markdown.split("\n"):
+        m = None if in_code else _TRAILING_FENCE.fullmatch(line)
+        if m and not line.lstrip().startswith("```"):
+            out += [m.group(1), "```"]
+            in_code = True
+        else:
+            in_code ^= line.lstrip().startswith("```")
+            out.append(line)
+    return "\n".join(out)
 
 
 def _content_root(tree: HtmlElement) -> HtmlElement:

@@ -216,7 +216,7 @@ def _map_link_targets(markdown: str, fn: Callable[[str], str]) -> str:
             return fn(m.group(3))
         return m.group(1) + fn(m.group(2))
 
-    return _map_prose(markdown, lambda line: _LINK_TARGET.sub(repl, line) if "](" in line or "<" in line else line)
+    return _map_prose(markdown, lambda line: _LINK_TARGET.sub(repl, line))
 
 
 def _tracking_params(markdown: str, url: str) -> str:
@@ -296,8 +296,7 @@ def learn_template_blocks(pages: Iterable[str], *, share: float, min_pages: int 
     """
     counts: Counter[str] = Counter()
     n = 0
-    for page in pages:
-        n += 1
+    for n, page in enumerate(pages, 1):
         counts.update({block_fingerprint(b) for b in split_blocks(page) if _is_template_candidate(b)})
     if n < min_pages:
         return frozenset()
@@ -313,7 +312,7 @@ def normalize(
 ) -> str:
     """`markdown` with every rule not in `disabled` applied and the template blocks removed.
 
-    Line ends become `\n` first, whatever the rules.
+    Line ends become LF first, whatever the rules.
     """
     markdown = markdown.replace("\r\n", "\n").replace("\r", "\n")
     unknown = sorted(set(disabled) - RULES.keys())

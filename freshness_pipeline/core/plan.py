@@ -42,7 +42,9 @@ def plan_refresh(
         old, new = prev[sid], cur[sid]
         if old.content_hash == new.content_hash:
             plan.unchanged.append(sid)
-        elif fuzzy_unchanged(old.embed_text, new.embed_text, old.simhash, new.simhash, fuzzy_threshold):
+        elif old.page_date == new.page_date and fuzzy_unchanged(
+            old.embed_text, new.embed_text, old.simhash, new.simhash, fuzzy_threshold
+        ):  # a new month in the "as of" header is a real change, however small
             plan.unchanged.append(sid)
             removed, added = word_diff(old.embed_text, new.embed_text)
             distance = _hamming(old.simhash, new.simhash)

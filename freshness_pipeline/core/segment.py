@@ -102,8 +102,8 @@ class _Chunker:
     """Packs a section body into chunks of at most `budget` tokens."""
 
     def __init__(self, budget: int, encoding: str) -> None:
-        if budget < 1:
-            raise ValueError(f"budget must be at least 1 token, got {budget}")
+        if budget < 4:  # one character can take 4 tokens (one per UTF-8 byte)
+            raise ValueError(f"budget must be at least 4 tokens, got {budget}")
         self.budget = budget
         self.encoding = get_encoding(encoding)
 

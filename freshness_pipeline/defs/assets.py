@@ -160,7 +160,7 @@ def vector_index(
     context: dg.AssetExecutionContext, freshness: FreshnessResource, diff_plan: StagedPlan
 ) -> dg.Output[IndexReport]:
     with freshness.open(context.partition_key) as ctx:
-        report = apply_plan(ctx, diff_plan, run_id=context.run_id)
+        report = apply_plan(ctx, diff_plan, run_id=context.run.run_id)
     context.log.info(f"{report.source}: {report.line()}")
     return dg.Output(
         report,
@@ -178,15 +178,13 @@ def vector_index(
 
 def _seconds_since_run_start(context: dg.AssetExecutionContext) -> float:
     """From the start of the run whose crawl saw the change to the change being searchable."""
-    record = context.instance.get_run_record_by_id(context.run_id)
+    record = context.instance.get_run_record_by_id(context.run.run_id)
     started = record.start_time if record else None
     return round(time.time() - started, 3) if started else 0.0
 
 
 refresh_assets = [fetched_pages, section_manifest, diff_plan, vector_index]
-refresh_job = dg.define_asset_job(
-    "refresh",
-    # and whatever is derived from the index (freshness_metrics), in the same run
-    selection=dg.AssetSelection.assets(*refresh_assets).downstream(),
-    partitions_def=sources_partitions,
-)
+# The four assets, their checks, and whatever is derived from the index
+# (freshness_metrics), in the same run.
+refresh_selection = dg.AssetSelection.assets(*refresh_assets).downstream()
+refresh_job = dg.define_asset_job("refresh", selection=refresh_selection)

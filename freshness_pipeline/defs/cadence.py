@@ -26,14 +26,18 @@ class Due:
 
 def intervals(policy: TierPolicy) -> dict[str, float]:
     hours = {"hot": policy.hot_every_h, "warm": policy.warm_every_h, "cold": policy.cold_every_h}
-    return {t: max(h * HOUR, 1.0) for t, h in hours.items()}
+    return {t: h * HOUR for t, h in hours.items()}
 
 
 def due(last_runs: Mapping[str | None, float], policy: TierPolicy, now: float) -> Due | None:
     """`last_runs`: tier (None for untagged runs) -> start time of its latest run."""
     every = intervals(policy)
     covered = {t: max(last_runs.get(t, 0.0), last_runs.get(None, 0.0)) for t in TIERS}
-    overdue = {t: (now - covered[t]) / every[t] for t in TIERS if now - covered[t] >= every[t]}
+    overdue = {
+        t: (now - covered[t]) / every[t] if every[t] > 0 else float("inf")
+        for t in TIERS
+        if now - covered[t] >= every[t]
+    }
     if not overdue:
         return None
     if len(overdue) == len(TIERS):

@@ -2,6 +2,8 @@
 
 Add new assets, checks or sensors to the lists below."""
 
+import os
+
 import dagster as dg
 
 from ..config import dagster_home
@@ -22,7 +24,10 @@ defs = dg.Definitions(
     sensors=sensors,
     jobs=jobs,
     resources={
-        "freshness": FreshnessResource(),
+        "freshness": FreshnessResource(
+            # An EnvVar must be set when the run starts: bound only for the keys that are.
+            **{f: dg.EnvVar(var) for f, var in (("openai_api_key", "OPENAI_API_KEY"), ("pinecone_api_key", "PINECONE_API_KEY")) if os.environ.get(var)}
+        ),
         "io_manager": dg.FilesystemIOManager(base_dir=str(dagster_home() / "storage")),
     },
 )

@@ -53,7 +53,7 @@ def freshness_metrics(
     vector_index: IndexReport,
 ) -> dg.MaterializeResult:
     with freshness.open(context.partition_key) as ctx:
-        out = after_run(ctx, stale_share=diff_plan.stale_share, run_id=context.run_id)
+        out = after_run(ctx, stale_share=diff_plan.stale_share, run_id=context.run.run_id)
         history = history_table(MetricsStore(ctx.store).history(ctx.name))
     r = out.report
     context.log.info(f"{r.source}: {vector_index.line()}")

@@ -16,13 +16,18 @@ class FreshnessResource(dg.ConfigurableResource):
     an edited file takes effect on the next run without a reload."""
 
     sources_file: str | None = None
+    # Service keys, bound to dg.EnvVar in definitions.py: Dagster shows them by variable name only.
+    openai_api_key: str | None = None
+    pinecone_api_key: str | None = None
 
     def settings(self) -> Settings:
         return load_settings(self.sources_file)
 
     @contextmanager
     def open(self, source: str) -> Iterator[SourceContext]:
-        ctx = SourceContext.open(self.settings(), source)
+        ctx = SourceContext.open(
+            self.settings(), source, openai_api_key=self.openai_api_key, pinecone_api_key=self.pinecone_api_key
+        )
         try:
             yield ctx
         finally:

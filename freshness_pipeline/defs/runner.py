@@ -38,7 +38,10 @@ def run_refresh(
     if not result.success:
         failures = [e for e in result.all_events if e.is_step_failure]
         message = "; ".join(
-            f"{e.step_key}: {e.step_failure_data.error.message.strip()}" for e in failures if e.step_failure_data.error
+            # The user error (the cause), not Dagster's "Error occurred while executing op" wrapper.
+            f"{e.step_key}: {(e.step_failure_data.error.cause or e.step_failure_data.error).message.strip()}"
+            for e in failures
+            if e.step_failure_data.error
         )
         return {**out, "status": "failure", "message": message}
     try:

@@ -21,7 +21,7 @@ from ..adapters.state.store import StateStore
 from ..config import ConfigError, Settings, state_url
 from ..core.tiers import TIERS
 from ..pipeline.context import versions_for
-from .assets import TIER_TAG, fetched_pages, refresh_assets, refresh_job
+from .assets import TIER_TAG, fetched_pages, refresh_job, refresh_selection
 from .cadence import due
 from .partitions import sources_partitions
 from .resources import FreshnessResource
@@ -114,20 +114,26 @@ def _version_drift(settings: Settings) -> dict[str, str]:
 
 
 def reindex_request(context: dg.SensorEvaluationContext, drift: dict[str, str]) -> dg.RunRequest:
-    """One backfill of the four assets over the drifted sources' partitions.
+    """One backfill of the refresh assets over the drifted sources' partitions.
 
     Dagster 1.13 has no public constructor for a backfill request from a sensor; the sensor
     daemon launches a backfill for a RunRequest carrying an asset graph subset (the channel
     its own automation sensors use), so this builds exactly that.
     """
-    keys = {AssetKeyPartitionKey(a.key, source) for a in refresh_assets for source in drift}
-    subset = AssetGraphSubset.from_asset_partition_set(keys, context.repository_def.asset_graph)
+    graph = context.repository_def.asset_graph
+    keys = {
+        AssetKeyPartitionKey(key, source)
+        for key in refresh_selection.resolve(graph)
+        if graph.get(key).partitions_def == sources_partitions
+        for source in drift
+    }
+    subset = AssetGraphSubset.from_asset_partition_set(keys, graph)
     reason = " | ".join(f"{s}: {d}" for s, d in sorted(drift.items()))
     return dg.RunRequest.for_asset_graph_subset(subset, tags={REINDEX_TAG: reason[:4000]})
 
 
 @dg.sensor(
-    asset_selection=dg.AssetSelection.assets(*refresh_assets),
+    asset_selection=refresh_selection,
     minimum_interval_seconds=300,
     default_status=dg.DefaultSensorStatus.RUNNING,
 )

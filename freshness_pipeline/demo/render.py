@@ -28,18 +28,24 @@ def render(
     nav: Mapping[str, str],
     updated: str | None = None,
     build: str | None = None,
+    tip: str | None = None,
+    date: str | None = None,
 ) -> str:
-    """One HTML page. `nav` maps paths to link titles; `updated` and `build` are noise."""
+    """One HTML page. `nav` maps paths to link titles; `updated`, `build` and `tip` (a
+    "tip of the day" block atop the article, where extraction keeps it) are noise; `date` is the page's declared date
+    (`<meta name="date">`, what htmldate reads first)."""
     article = md.markdown(body_md, extensions=_EXTENSIONS)
     links = "\n".join(f'<li><a href="{p}">{html.escape(t)}</a></li>' for p, t in nav.items())
     stamp = f"<p>Last updated: {html.escape(updated)}</p>" if updated else ""
     built = f"<p>Built {html.escape(build)}</p>" if build else ""
+    tip_block = f'<div class="tip-of-the-day"><p>Tip of the day: {html.escape(tip)}</p></div>' if tip else ""
+    meta = f'<meta name="date" content="{html.escape(date)}">' if date else ""
     return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title></head>
+<html lang="en"><head><meta charset="utf-8">{meta}<title>{html.escape(title)}</title></head>
 <body>
 <header><a href="/">Docs home</a></header>
 <nav><ul>{links}</ul></nav>
-<main><article>
+<main><article>{tip_block}
 {article}
 {stamp}
 </article></main>

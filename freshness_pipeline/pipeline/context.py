@@ -67,10 +67,12 @@ class SourceContext:
     store: StateStore
     _vectors: VectorStore | None = field(default=None, repr=False)
     _embedder: Embedder | None = field(default=None, repr=False)
+    openai_api_key: str | None = field(default=None, repr=False)  # else $OPENAI_API_KEY
+    pinecone_api_key: str | None = field(default=None, repr=False)  # else $PINECONE_API_KEY
 
     @classmethod
-    def open(cls, settings: Settings, source_name: str) -> SourceContext:
-        return cls(settings, settings.source(source_name), StateStore(state_url(settings)))
+    def open(cls, settings: Settings, source_name: str, **keys: str | None) -> SourceContext:
+        return cls(settings, settings.source(source_name), StateStore(state_url(settings)), **keys)
 
     @property
     def name(self) -> str:
@@ -84,14 +86,16 @@ class SourceContext:
     def vectors(self) -> VectorStore:
         if self._vectors is None:
             self._vectors = make_vector_store(
-                self.settings.vector_store, default_path=Path(dagster_home()) / "vectors"
+                self.settings.vector_store,
+                default_path=Path(dagster_home()) / "vectors",
+                api_key=self.pinecone_api_key,
             )
         return self._vectors
 
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = make_embedder(self.settings.embedder)
+            self._embedder = make_embedder(self.settings.embedder, api_key=self.openai_api_key)
         return self._embedder
 
     def close(self) -> None:

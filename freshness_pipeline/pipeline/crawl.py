@@ -201,7 +201,9 @@ def _apply(
         return
     row.error_count, row.miss_count = 0, 0  # it answered
     if res.outcome is Outcome.NOT_MODIFIED and not res.final_url:
-        # A 200 with the same bytes brings fresh validators: next time it can be a 304.
+        # The indexed version, so no longer in doubt. A 200 with the same bytes brings
+        # fresh validators: next time it can be a 304.
+        row.flag = None
         row.etag = res.etag or row.etag
         row.last_modified = res.last_modified or row.last_modified
         return

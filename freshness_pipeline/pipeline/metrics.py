@@ -149,3 +149,22 @@ def _updated(page_date: str | None) -> float | None:
     except ValueError:
         return None
     return calendar.timegm(day) + _DAY
+
+
+def freshness_status(ctx: SourceContext) -> dict[str, Any]:
+    """The metrics part of `freshness status`: the latest measurement and its history, the
+    golden-set queries and sections missing run after run (probable chunking problems), a
+    pending re-index request, and the citation resolution rate of the last 30 days."""
+    metrics = MetricsStore(ctx.store)
+    history = metrics.history(ctx.name)
+    latest = history.iloc[-1].to_dict() if len(history) else None
+    keys = metrics.cited_keys(ctx.name)
+    resolved = sum(1 for k in keys if ctx.store.section_by_key(ctx.name, ctx.store.resolve_key(ctx.name, k)[0]))
+    return {
+        "freshness": latest and {**latest, "alert": latest["score"] < ctx.source.checks.freshness_alert},
+        "freshness_history": history.astype(object).where(history.notna(), None).to_dict("records"),
+        "chunking_problems": metrics.chronic_misses(ctx.name, ctx.source.checks.golden_miss_runs),
+        "reindex_requested": (metrics.pending_reindex(ctx.name) or {}).get("reason"),
+        "citations": {"keys": len(keys), "resolved": resolved, "rate": resolved / len(keys) if keys else None},
+        "webhooks": [{**metrics.cursor(h.url), "backlog": metrics.backlog(h.url)} for h in ctx.settings.webhooks],
+    }

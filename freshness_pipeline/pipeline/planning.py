@@ -35,8 +35,9 @@ class StagedPlan:
     @property
     def change_share(self) -> float:
         """Share of the live records that this run would write."""
-        live = self.indexed_before - len(self.plan.deletes) + len(self.plan.upserts)
-        return len(self.plan.upserts) / live if live else 0.0
+        written = {s.id for s in self.plan.upserts}  # a changed section replaces its record
+        live = self.indexed_before - len(set(self.plan.deletes)) + len(written - self.previous_ids)
+        return len(written) / live if live else 0.0
 
     def top_pages(self, n: int = 10) -> list[tuple[str, int]]:
         touched = Counter(s.url for s in self.plan.upserts)

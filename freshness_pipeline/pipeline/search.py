@@ -7,13 +7,13 @@ from typing import Any
 
 from ..adapters.embedders import make_embedder
 from ..adapters.state.metrics_store import MetricsStore
-from ..adapters.state.store import StateStore
+from ..adapters.state.store import SourceState, StateStore
 from ..config import Settings, state_url
 from .context import SourceContext, namespace, versions_for
 
 # Best cosine similarity under which a search counts as a weak match, per embedding model
 # (`weak_thresholds` in the sources file overrides). Calibration: docs/metrics.md.
-WEAK_THRESHOLDS = {"all-MiniLM-L6-v2": 0.45}
+WEAK_THRESHOLDS = {"all-MiniLM-L6-v2": 0.25}
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +54,11 @@ def search(
             state = ctx.store.source_state(s.name)
             if state is None or state.generation == 0:
                 continue
-            hits = ctx.vectors.query(namespace(s.name, state.active_version), vector, k)
+            if (state.embed_model, state.embed_dims) != (embedder.model, embedder.dimensions):
+                # A re-index to another model is under way: the active index still holds the old one.
+                hits = ctx.vectors.query(namespace(s.name, state.active_version), _old_model_vector(settings, state, query), k)
+            else:
+                hits = ctx.vectors.query(namespace(s.name, state.active_version), vector, k)
             pages = ctx.store.page_markdown(s.name, {h.metadata["url"] for h in hits})
             for h in hits:
                 m = h.metadata
@@ -70,6 +74,14 @@ def search(
     if record:
         _record(settings, query, top, embedder.model)
     return top
+
+
+def _old_model_vector(settings: Settings, state: SourceState, query: str) -> list[float]:
+    """The query embedded with the model the active index was built with (same provider)."""
+    cfg = settings.embedder.model_copy(update={"model": state.embed_model, "dimensions": state.embed_dims})
+    if cfg.provider == "local":
+        cfg = cfg.model_copy(update={"dimensions": None})
+    return make_embedder(cfg).embed([query])[0].tolist()
 
 
 def _record(settings: Settings, query: str, top: list[Result], model: str) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..config import Settings
 from .context import SourceContext
+from .metrics import freshness_status
 
 FLAPPING_MIN_RUNS = 3  # a page re-embedded in at least this many of the recent runs
 
@@ -31,6 +32,7 @@ def source_status(settings: Settings, name: str, *, recent_runs: int = 10) -> di
             "last_run": runs[0] if runs else None,
             "flagged": sorted((p.url, p.flag) for p in pages if p.flag),
             "flapping": [(u, n) for u, n in changes.most_common(10) if n >= FLAPPING_MIN_RUNS and len(runs) >= FLAPPING_MIN_RUNS],
+            **freshness_status(ctx),
         }
     finally:
         ctx.close()

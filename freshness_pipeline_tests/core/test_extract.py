@@ -96,3 +96,13 @@ def test_fast_enough() -> None:
     for _ in range(20):
         extract(PAGE, URL)
     assert (time.perf_counter() - start) / 20 < 0.1  # ~5 ms here; 40 ms is the budget
+
+
+def test_multiline_inline_code_becomes_a_closed_code_block() -> None:
+    html = (
+        "<html><body><main><h1>T</h1><p>Send the header: <code>Content-Disposition: form-data;\n"
+        'name="user"</code>. Then more text.</p><p>Last paragraph.</p></main></body></html>'
+    )
+    md = extract(html, URL).markdown
+    assert "Send the header:\n```\nContent-Disposition: form-data;\nname=\"user\"\n```\n" in md
+    assert md.endswith("Last paragraph.")

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from freshness_pipeline.core.fingerprint import content_hash, simhash
 from freshness_pipeline.core.models import Section
 from freshness_pipeline.core.plan import plan_refresh
+from freshness_pipeline.core.segment import segment
 
 URL = "http://docs.test/page"
 
@@ -81,6 +82,14 @@ def test_fuzzy_never_hides_a_number() -> None:
     assert plan_refresh("s", [old], [new], fuzzy_threshold=64).changed == [new]
 
 
+def test_a_new_month_is_never_fuzzy_unchanged() -> None:
+    june = segment(URL, f"# Page\n\n{LONG}\n", page_date="2026-06-03")
+    june_later = segment(URL, f"# Page\n\n{LONG}\n", page_date="2026-06-28")
+    july = segment(URL, f"# Page\n\n{LONG}\n", page_date="2026-07-01")
+    assert plan_refresh("s", june, june_later, fuzzy_threshold=64).unchanged == [june[0].id]
+    assert plan_refresh("s", june, july, fuzzy_threshold=64).changed == july
+
+
 def test_empty_content_is_never_planned() -> None:
     with pytest.raises(ValueError, match="no text"):
         plan_refresh("s", [sec("A", "x")], [sec("A", "   ")])
@@ -105,3 +114,24 @@ def test_every_id_lands_in_exactly_one_bucket(before: list[str], after: list[str
         manifest.pop(i)
     manifest.update({s.id: s.content_hash for s in plan.upserts})
     assert manifest == {c.id: c.content_hash for c in cur}
+
+
+from dataclasses import replace as _replace  # noqa: E402
+
+from freshness_pipeline_tests.core.pages import Page, pages  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None)
+@given(page=pages(min_sections=2), data=st.data())
+def test_a_page_that_shrinks_leaves_no_stale_keys(page: Page, data: st.DataObject) -> None:
+    keep = data.draw(st.lists(st.booleans(), min_size=len(page.sections), max_size=len(page.sections)))
+    smaller = _replace(page, sections=tuple(s for s, k in zip(page.sections, keep) if k))
+    before = segment(URL, page.markdown(), budget=120)
+    after = segment(URL, smaller.markdown(), budget=120)
+    plan = plan_refresh("s", before, after, fuzzy_threshold=3)
+    manifest = {s.id: s.content_hash for s in before}
+    for i in plan.deletes:
+        del manifest[i]
+    manifest.update({s.id: s.content_hash for s in plan.upserts})
+    assert manifest == {s.id: s.content_hash for s in after}
+    assert not ({s.id for s in plan.upserts} - {s.id for s in after})

@@ -47,7 +47,7 @@ def test_change_spike_blocks_vector_index_until_the_override(
     docs = generate(8, sections_per_page=3, seed=5)
     site.publish(docs.markdown())
     first = refresh(instance)
-    assert first.success and materialized(first) == ASSETS
+    assert first.success and materialized(first) >= ASSETS
     assert check_result(first, "change_spike").passed  # no history yet: never a spike
     for _ in range(2):  # normal runs: one section edited each time
         docs = edit_one(docs, rng)
@@ -60,8 +60,8 @@ def test_change_spike_blocks_vector_index_until_the_override(
     site.publish(redeploy.markdown())
     blocked = refresh(instance)
     spike = check_result(blocked, "change_spike")
-    assert not spike.passed and spike.severity == dg.AssetCheckSeverity.ERROR
-    assert materialized(blocked) == ASSETS - {"vector_index"}
+    assert not spike.passed and spike.severity == dg.AssetCheckSeverity.ERROR, spike.metadata
+    assert materialized(blocked) == ASSETS - {"vector_index"}  # nor anything downstream
     assert not blocked.success  # the failed blocking check fails the run
     assert spike.metadata["change_share"].value == 1.0
     assert f"+ {FEEDBACK}" in spike.metadata["suspects"].value  # the suspect phrase, in 24 sections
@@ -72,7 +72,7 @@ def test_change_spike_blocks_vector_index_until_the_override(
     spike = check_result(allowed, "change_spike")
     assert not spike.passed and spike.severity == dg.AssetCheckSeverity.WARN
     assert spike.metadata["override"].value is True
-    assert allowed.success and materialized(allowed) == ASSETS
+    assert allowed.success and materialized(allowed) >= ASSETS
     assert instance.get_run_by_id(allowed.run_id).tags[ALLOW_SPIKE_TAG] == "true"  # recorded
     assert all(FEEDBACK in t for t in manifest_texts())
     # The stale share of the redeploy run is all of it: ERROR (non-blocking).

@@ -78,3 +78,29 @@ def test_two_versions_then_a_quiet_run(dagster_home: Path, tmp_path: Path, capsy
 
     runs = dg.DagsterInstance.get().get_runs()
     assert len(runs) == 3 and all(r.is_success for r in runs)
+
+
+def test_search_status_and_resolve(dagster_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    site_v1 = generate(3, sections_per_page=2, seed=3)
+    with DocsSite() as site:
+        sources = write_sources(tmp_path / "sources.yaml", site.sitemap_url)
+        site.publish(site_v1.markdown())
+        run_json(capsys, sources)
+        heading, text = site_v1.pages["guide/page1.md"][1]
+
+        assert main(["--sources", str(sources), "search", text, "-k", "2", "--json"]) == 0
+        hits = json.loads(capsys.readouterr().out)
+        assert len(hits) == 2 and hits[0]["score"] >= hits[1]["score"]
+        top = hits[0]
+        assert (top["url"], top["heading_path"], top["text"]) == (
+            f"{site.base_url}/guide/page1", f"Guide Page1 > {heading}", text
+        )
+        assert top["score"] == pytest.approx(1.0, abs=1e-3)  # the query is the section's text
+
+        assert main(["--sources", str(sources), "resolve", top["key"], "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["text"] == text
+
+        assert main(["--sources", str(sources), "status", "--json"]) == 0
+        (status,) = json.loads(capsys.readouterr().out)
+        assert (status["source"], status["pages_live"], status["sections_indexed"]) == ("docs", 3, 6)
+        assert status["last_run"]["counts"]["embedded"] == 6

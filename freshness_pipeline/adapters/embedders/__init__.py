@@ -29,6 +29,7 @@ def make_embedder(cfg: EmbedderConfig, *, api_key: str | None = None) -> Embedde
             base_url=cfg.base_url,
             max_batch_inputs=min(cfg.batch_size, 2048),
             max_batch_tokens=cfg.max_batch_tokens,
+            timeout=cfg.timeout_s,
         )
     from freshness_pipeline.adapters.embedders.local import LocalEmbedder
 

@@ -25,7 +25,7 @@ def make_vector_store(
         key = api_key or os.environ.get("PINECONE_API_KEY")
         if not key:
             raise ConfigError("vector_store.provider is pinecone but PINECONE_API_KEY is not set")
-        return PineconeStore(key, cfg.host)
+        return PineconeStore(key, cfg.host, timeout=cfg.timeout_s)
     from freshness_pipeline.adapters.vectorstores.lancedb_store import LanceDBStore
 
     return LanceDBStore(cfg.path or default_path)

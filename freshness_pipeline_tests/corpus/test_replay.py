@@ -1,0 +1,85 @@
+"""Replay the real docs histories of httpx and Starlette through `freshness run`.
+
+For each revision r0 -> r9, served with fresh build noise: the run writes exactly the
+sections whose normalized text changed since the previous revision, embeds only texts it
+never indexed before (moves and renames reuse vectors), deletes exactly the sections
+that are gone, and `freshness dump` equals the live site. Then the same revision is
+served again with new noise (a quiet week): nothing is embedded, written or deleted.
+
+The replay runs with `fuzzy_threshold: 0`: the oracle is exact, so every changed text must
+be re-embedded; what the fuzzy rule forgives is tested in pipeline/test_fuzzy.py.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+from freshness_pipeline.core.extract import extract
+from freshness_pipeline.core.models import Section
+from freshness_pipeline.demo.server import DocsSite
+from freshness_pipeline_tests.pipeline.driver import Freshness
+
+from .corpora import CORPORA, TIPS, build_noise, expected_diff, first_seen, load_revisions, oracle
+
+pytestmark = pytest.mark.corpus
+
+
+def assert_index_is(records: list[dict], truth: Mapping[str, Section], step: str) -> None:
+    ids = [r["id"] for r in records]
+    assert len(ids) == len(set(ids)), f"{step}: duplicate records in the index"
+    got = {r["id"]: (r["key"], r["url"], r["heading_path"], r["content_hash"], r["text"]) for r in records}
+    want = {i: (s.key, s.url, s.heading, s.content_hash, s.text) for i, s in truth.items()}
+    orphans, missing = sorted(got.keys() - want.keys()), sorted(want.keys() - got.keys())
+    stale = sorted(i for i in got.keys() & want.keys() if got[i] != want[i])
+    assert not (orphans or missing or stale), (
+        f"{step}: index differs from the live site: {len(orphans)} orphans {[got[i][1:3] for i in orphans[:3]]}, "
+        f"{len(missing)} missing {[want[i][1:3] for i in missing[:3]]}, "
+        f"{len(stale)} stale {[(got[i][1:3], got[i][4][:80], want[i][4][:80]) for i in stale[:3]]}"
+    )
+
+
+def assert_noise_reaches_extraction(site: DocsSite, build: int) -> None:
+    """The quiet replay proves nothing unless the noise survives into the extracted text."""
+    path = site.paths()[0]
+    raw = extract(site.page(path).decode(), site.base_url + path).markdown
+    assert TIPS[build % len(TIPS)] in raw and "Last updated" in raw, raw[:300]
+
+
+@pytest.mark.parametrize("name", CORPORA)
+def test_replay_embeds_exactly_what_changed(name: str, corpora: Path, dagster_home: Path, tmp_path: Path) -> None:
+    revisions = load_revisions(corpora / name)
+    dates = first_seen(revisions)
+    build = 0
+    before: dict[str, Section] = {}
+    indexed_texts: set[str] = set()
+    with DocsSite() as site:
+        fr = Freshness(tmp_path / "sources.yaml", site.sitemap_url, name=name,
+                       source_settings={"noise": {"fuzzy_threshold": 0}, "checks": {"spike_min_share": 1.0}})
+        for rev in revisions:
+            step = f"{name} r{rev.number - 1}->r{rev.number}" if rev.number else f"{name} r0"
+            build += 1
+            site.publish(rev.docs, noise=build_noise(build, dates))
+            assert_noise_reaches_extraction(site, build)
+            started = time.time()
+            counts = fr.run()
+            truth = oracle(site.base_url, rev.docs, dates)
+            want = expected_diff(before, truth, indexed_texts)
+            got = (counts["upserted"], counts["deleted"], counts["embedded"])
+            assert got == (want.upserted, want.deleted, want.embedded), f"{step}: (upserted, deleted, embedded) {got} != {want}"
+            assert counts["errors"] == counts["flagged"] == 0, f"{step}: {counts}"
+            assert_index_is(fr.dump(), truth, step)
+            assert fr.status()["sections_indexed"] == len(truth), step
+
+            build += 1
+            site.publish(rev.docs, noise=build_noise(build, dates))
+            quiet = fr.run()
+            assert (quiet["upserted"], quiet["deleted"], quiet["embedded"]) == (0, 0, 0), f"{name} r{rev.number} quiet: {quiet}"
+            assert_index_is(fr.dump(), truth, f"{name} r{rev.number} quiet")
+            print(f"{step}: {want} in {time.time() - started:.1f}s with its quiet replay")
+
+            indexed_texts |= {s.content_hash for s in truth.values()}
+            before = truth

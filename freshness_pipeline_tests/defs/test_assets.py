@@ -1,0 +1,77 @@
+"""The four assets through `dg.materialize`, and the definitions as Dagster loads them: the
+numeric metadata the UI plots, tier counts, code versions, the checks in the job, the pool."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from freshness_pipeline.core.noise import NORMALIZER_VERSION
+from freshness_pipeline.defs.assets import EMBEDDINGS_POOL, model_code_version, refresh_assets
+from freshness_pipeline.defs.checks import refresh_checks
+from freshness_pipeline.defs.definitions import defs
+from freshness_pipeline.defs.resources import FreshnessResource
+from freshness_pipeline.demo.server import DocsSite
+from freshness_pipeline_tests.defs.harness import SOURCE
+from freshness_pipeline_tests.sitegen import generate
+
+COUNTS = ("crawled", "new", "changed", "unchanged", "gone", "errors", "embedded", "deleted", "reused")
+
+
+def test_materialize_records_what_the_ui_plots(sources: Path, site: DocsSite, instance: dg.DagsterInstance) -> None:
+    site.publish(generate(5, sections_per_page=2, seed=4).markdown())
+    result = dg.materialize(
+        [*refresh_assets, *refresh_checks],
+        partition_key=SOURCE,
+        instance=instance,
+        resources={"freshness": FreshnessResource()},
+    )
+    assert result.success
+    meta = {
+        e.asset_key.to_user_string(): e.materialization.metadata for e in result.get_asset_materialization_events()
+    }
+    assert set(meta) == {"fetched_pages", "section_manifest", "diff_plan", "vector_index"}
+    fetched = meta["fetched_pages"]
+    assert (fetched["crawled"].value, fetched["pages_warm"].value, fetched["pages_hot"].value) == (5, 5, 0)
+    assert meta["section_manifest"]["sections"].value == 10
+    assert meta["diff_plan"]["sections_new"].value == 10
+    index = meta["vector_index"]
+    for key in (*COUNTS, "stale_share", "embedding_lag_s", "seconds"):
+        assert isinstance(index[key], (dg.IntMetadataValue, dg.FloatMetadataValue)), key
+    assert (index["crawled"].value, index["new"].value, index["embedded"].value) == (5, 5, 10)
+    assert index["embedding_lag_s"].value > 0
+    assert "/guide/page0" in index["top_changed_pages"].value
+    assert {e.check_name for e in result.get_asset_check_evaluations()} == {c.check_key.name for c in refresh_checks}
+
+
+def test_definitions_load_with_checks_pool_and_versions() -> None:
+    dg.Definitions.validate_loadable(defs)
+    job = defs.resolve_job_def("refresh")
+    graph = job.asset_layer.asset_graph
+    checks = {(k.asset_key.to_user_string(), k.name) for k in graph.asset_check_keys}
+    assert checks >= {
+        ("diff_plan", "stale_share"), ("diff_plan", "change_spike"),
+        ("vector_index", "reconcile_clean"), ("fetched_pages", "flagged_pages"),
+    }
+    (spike,) = [s for c in refresh_checks for s in c.check_specs if s.name == "change_spike"]
+    assert spike.blocking
+    assert defs.resolve_assets_def("vector_index").op.pool == EMBEDDINGS_POOL
+    versions = {
+        k.to_user_string(): v for a in refresh_assets for k, v in a.code_versions_by_key.items()
+    }
+    assert f"normalizer-{NORMALIZER_VERSION}" in versions["section_manifest"]
+    assert versions["vector_index"].startswith("index-1+")
+    assert {s.name for s in defs.sensors} >= {"sources_partitions_sensor", "tier_cadence_sensor", "version_bump_sensor"}
+
+
+def test_model_version_from_the_sources_file(
+    sources: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert model_code_version() == "hashing-v1-256/256"
+    monkeypatch.setenv("FRESHNESS_SOURCES", str(sources.parent / "missing.yaml"))
+    with caplog.at_level(logging.WARNING):
+        assert model_code_version() == "model-unknown"
+    assert "sources file not found" in caplog.text

@@ -1,0 +1,131 @@
+"""The sensors through `build_sensor_context` on the test's instance: partitions follow the
+sources file, the tier sensor requests only due tiers, a version bump requests a backfill."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from pathlib import Path
+
+import dagster as dg
+import yaml
+from dagster._core.execution.backfill import PartitionBackfill
+
+from freshness_pipeline.config import TierPolicy
+from freshness_pipeline.defs.assets import TIER_TAG
+from freshness_pipeline.defs.cadence import HOUR, Due, due
+from freshness_pipeline.defs.definitions import defs
+from freshness_pipeline.defs.resources import FreshnessResource
+from freshness_pipeline.defs.sensors import (
+    PARTITION_TAG,
+    REINDEX_TAG,
+    sources_partitions_sensor,
+    tier_cadence_sensor,
+    version_bump_sensor,
+)
+from freshness_pipeline.demo.server import DocsSite
+from freshness_pipeline_tests.defs.harness import SOURCE, check_result, refresh, write_sources
+from freshness_pipeline_tests.sitegen import generate
+
+
+def evaluate(sensor: dg.SensorDefinition, instance: dg.DagsterInstance, cursor: str | None = None):
+    ctx = dg.build_sensor_context(
+        instance=instance, cursor=cursor, definitions=defs, resources={"freshness": FreshnessResource()}
+    )
+    with dg.partition_loading_context(dynamic_partitions_store=instance):  # as the daemon does
+        return sensor.evaluate_tick(ctx)
+
+
+def test_partitions_follow_the_sources_file(
+    sources: Path, site: DocsSite, instance: dg.DagsterInstance
+) -> None:
+    data = yaml.safe_load(sources.read_text())
+    data["sources"].append({"name": "api", "sitemap": site.sitemap_url})
+    sources.write_text(yaml.safe_dump(data))
+    instance.add_dynamic_partitions("sources", ["retired"])  # no longer in the file
+
+    tick = evaluate(sources_partitions_sensor, instance)
+    (request,) = tick.dynamic_partitions_requests
+    assert request.partition_keys == ["api"]  # docs exists already; retired is kept
+    instance.add_dynamic_partitions("sources", request.partition_keys)
+    assert set(instance.get_dynamic_partitions("sources")) == {SOURCE, "api", "retired"}
+    assert evaluate(sources_partitions_sensor, instance).skip_message
+
+
+def add_run(instance: dg.DagsterInstance, tier: str | None, status: dg.DagsterRunStatus) -> None:
+    tags = {PARTITION_TAG: SOURCE, **({TIER_TAG: tier} if tier else {})}
+    instance.add_run(dg.DagsterRun(job_name="refresh", run_id=str(uuid.uuid4()), tags=tags, status=status))
+
+
+def test_tier_sensor_requests_only_due_tiers(sources: Path, site: DocsSite, instance: dg.DagsterInstance) -> None:
+    write_sources(sources, site.sitemap_url, tiers={"hot_every_h": 0.0, "warm_every_h": 24, "cold_every_h": 168})
+    # Never refreshed: one full run (every tier at once).
+    (first,) = evaluate(tier_cadence_sensor, instance).run_requests
+    assert first.partition_key == SOURCE and TIER_TAG not in first.tags
+
+    # After a full run only hot (interval 0) is due.
+    add_run(instance, None, dg.DagsterRunStatus.SUCCESS)
+    (hot,) = evaluate(tier_cadence_sensor, instance).run_requests
+    assert hot.tags[TIER_TAG] == "hot" and hot.job_name in (None, "refresh")
+    assert hot.run_key.startswith(f"{SOURCE}:hot:")
+
+    # A refresh in flight: nothing is launched beside it.
+    add_run(instance, "hot", dg.DagsterRunStatus.STARTED)
+    assert evaluate(tier_cadence_sensor, instance).skip_message == "no tier is due"
+
+
+def test_due_tiers() -> None:
+    policy = TierPolicy(hot_every_h=4, warm_every_h=24, cold_every_h=168)
+    now = 1_000 * HOUR
+    assert due({}, policy, now) == Due(None, 0.0)
+    assert due({None: now - HOUR}, policy, now) is None
+    assert due({None: now - 5 * HOUR}, policy, now) == Due("hot", now - 5 * HOUR)
+    # hot (5h of 4h) and warm (40h of 24h) due: the most overdue goes first.
+    last = {None: now - 40 * HOUR, "hot": now - 5 * HOUR}
+    assert due(last, policy, now) == Due("warm", now - 40 * HOUR)
+    assert due({None: now - 200 * HOUR}, policy, now) == Due(None, now - 200 * HOUR)
+
+
+def test_version_bump_requests_a_backfill_and_the_reindex_passes_the_spike_check(
+    sources: Path, site: DocsSite, instance: dg.DagsterInstance
+) -> None:
+    site.publish(generate(4, sections_per_page=2, seed=3).markdown())
+    assert refresh(instance).success
+    assert evaluate(version_bump_sensor, instance).skip_message == "every index is current"
+
+    # The embedding model's dimensions change in the sources file: a new model version.
+    data = yaml.safe_load(sources.read_text())
+    data["embedder"]["dimensions"] = 128
+    sources.write_text(yaml.safe_dump(data))
+    tick = evaluate(version_bump_sensor, instance)
+    (request,) = tick.run_requests
+    assert request.requires_backfill_daemon()
+    subset = request.asset_graph_subset
+    keys = {k.to_user_string() for k in subset.asset_keys}
+    assert {"fetched_pages", "section_manifest", "diff_plan", "vector_index"} <= keys
+    assert all(set(subset.get_partitions_subset(k).get_partition_keys()) == {SOURCE} for k in subset.asset_keys)
+    assert "embedding model hashing-v1-256 -> hashing-v1-128" in request.tags[REINDEX_TAG]
+    assert json.loads(tick.cursor) == {SOURCE: request.tags[REINDEX_TAG].split(": ", 1)[1]}
+    # Asked once: the next tick does not ask again.
+    assert "already requested" in evaluate(version_bump_sensor, instance, tick.cursor).skip_message
+
+    # What the sensor daemon does with the request: a backfill over the partitions.
+    backfill = PartitionBackfill.from_asset_graph_subset(
+        backfill_id="reindex", dynamic_partitions_store=instance, backfill_timestamp=time.time(),
+        asset_graph_subset=subset, tags=request.tags, title=None, description=None, run_config=None,
+    )
+    instance.add_backfill(backfill)
+    assert instance.get_backfill("reindex").tags[REINDEX_TAG] == request.tags[REINDEX_TAG]
+
+    # The re-index itself (as each backfill run does it) is not taken for a change spike.
+    reindex = refresh(instance)
+    assert reindex.success and check_result(reindex, "change_spike").passed
+    assert "version re-index" in check_result(reindex, "change_spike").description
+    index_meta = [
+        e.materialization.metadata
+        for e in reindex.get_asset_materialization_events()
+        if e.asset_key.to_user_string() == "vector_index"
+    ][0]
+    assert "hashing-v1-128" in index_meta["reindex_reason"].value
+    assert evaluate(version_bump_sensor, instance, tick.cursor).skip_message == "every index is current"

@@ -1,0 +1,67 @@
+"""The sources file: defaults, and errors that name the file and the setting."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from freshness_pipeline.cli import main
+from freshness_pipeline.config import ConfigError, load_settings, state_url
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "sources.yaml"
+    p.write_text(text)
+    return p
+
+
+def test_minimal_file_gets_embedded_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("FRESHNESS_STATE_URL", raising=False)
+    s = load_settings(write(tmp_path, "sources: [{name: docs, sitemap: 'http://x.test/sitemap.xml'}]"))
+    assert (s.embedder.provider, s.vector_store.provider) == ("local", "lancedb")
+    assert s.sources[0].fetch.missing_after == 3
+    assert state_url(s) == f"sqlite:///{tmp_path / 'home' / 'freshness.db'}"
+
+
+def test_path_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FRESHNESS_SOURCES", str(write(tmp_path, "sources: [{name: a, start_urls: ['http://a.test/']}]")))
+    assert load_settings().sources[0].name == "a"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("sources: [{name: docs}]", r"sources\.0: Value error, needs `sitemap` or `start_urls`"),
+        ("sources: [{name: docs, sitemap: u, fetch: {timeout: 3}}]", r"sources\.0\.fetch\.timeout: Extra inputs"),
+        ("sources: [{name: Docs!, sitemap: u}]", r"sources\.0\.name: String should match pattern"),
+        ("sources: [{name: a, sitemap: u}, {name: a, sitemap: v}]", "duplicate source names: a"),
+        ("sources: [{name: a, sitemap: u}]\nembedder: {provider: cohere}", r"embedder\.provider: Input should be"),
+        ("sources: [", "not valid YAML"),
+        ("", r"sources: Field required"),
+    ],
+)
+def test_errors_name_the_file_and_the_setting(tmp_path: Path, text: str, message: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError, match=message) as err:
+        load_settings(path)
+    assert str(path) in str(err.value)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="sources file not found"):
+        load_settings(tmp_path / "nope.yaml")
+
+
+def test_cli_reports_config_errors_without_a_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "sources: [{name: docs}]")
+    assert main(["--sources", str(path), "status"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "needs `sitemap` or `start_urls`" in err
+
+
+def test_unknown_source_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "sources: [{name: docs, sitemap: u}]")
+    assert main(["--sources", str(path), "run", "--source", "nope"]) == 2
+    assert "unknown source 'nope'; the sources file defines: docs" in capsys.readouterr().err
