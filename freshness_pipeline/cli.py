@@ -103,6 +103,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
                 f"unchanged: {c.get('unchanged', 0)} gone: {c.get('gone', 0)} errors: {c.get('errors', 0)}"
                 + (f"  ({c['status']}: {c.get('message', '')})" if c.get("status") != "success" else "")
             )
+            if c.get("reindex_reason"):
+                print(f"  full re-index: {c['reindex_reason']}")
         failed += outcome.get("status") != "success"
     return 1 if failed else 0
 

@@ -60,6 +60,7 @@ def plan_refresh(
     for old in gone.values():
         by_hash[old.content_hash].append(old)
     moves = page_moves or {}
+    redirects: list[tuple[Section, str]] = []  # (old section, key its text went to)
     unmatched: list[Section] = []
     for new in fresh:
         candidates = by_hash.get(new.content_hash)
@@ -68,8 +69,7 @@ def plan_refresh(
             candidates.remove(old)
             del gone[old.id]
             plan.moved.append(Move(old_id=old.id, new=new))
-            if old.key != new.key:
-                plan.key_redirects.append((old.key, new.key))
+            redirects.append((old, new.key))
         else:
             unmatched.append(new)
 
@@ -83,12 +83,30 @@ def plan_refresh(
         del gone[old.id]
         plan.changed.append(new)
         plan.removed.append(old.id)
-        if old.key != new.key:
-            plan.key_redirects.append((old.key, new.key))
+        redirects.append((old, new.key))
+
+    # Removed, but its text lives on under a key that already existed: a namesake heading
+    # renumbered ("Example [2]" -> "Example" when the first "Example" was renamed).
+    by_text: dict[str, str] = {}
+    for s in sorted(cur.values(), key=lambda s: (s.url, s.ordinal, s.chunk_index)):
+        by_text.setdefault(s.content_hash, s.key)
+    redirects += [(old, by_text[old.content_hash]) for old in gone.values() if old.content_hash in by_text]
 
     plan.removed.extend(gone)
-    plan.key_redirects = sorted(set(plan.key_redirects))
+    plan.key_redirects = _one_target_per_key(redirects, live={s.key for s in cur.values()})
     return plan
+
+
+def _one_target_per_key(redirects: Iterable[tuple[Section, str]], live: set[str]) -> list[tuple[str, str]]:
+    """(old key, new key) pairs, one per old key: where its first chunk went. A key that is
+    still live is never redirected (it resolves to itself)."""
+    target: dict[str, tuple[int, str]] = {}
+    for old, new_key in redirects:
+        if old.key == new_key or old.key in live:
+            continue
+        if old.key not in target or old.chunk_index < target[old.key][0]:
+            target[old.key] = (old.chunk_index, new_key)
+    return sorted((old_key, new_key) for old_key, (_, new_key) in target.items())
 
 
 def _best(candidates: list[Section], new: Section, moves: Mapping[str, str]) -> Section:

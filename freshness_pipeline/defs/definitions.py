@@ -6,7 +6,6 @@ import os
 
 import dagster as dg
 
-from ..config import dagster_home
 from .assets import refresh_assets, refresh_job
 from .checks import refresh_checks
 from .metrics_assets import freshness_metrics
@@ -28,6 +27,7 @@ defs = dg.Definitions(
             # An EnvVar must be set when the run starts: bound only for the keys that are.
             **{f: dg.EnvVar(var) for f, var in (("openai_api_key", "OPENAI_API_KEY"), ("pinecone_api_key", "PINECONE_API_KEY")) if os.environ.get(var)}
         ),
-        "io_manager": dg.FilesystemIOManager(base_dir=str(dagster_home() / "storage")),
+        # Outputs under the running instance's storage dir: $DAGSTER_HOME/storage.
+        "io_manager": dg.FilesystemIOManager(),
     },
 )

@@ -48,4 +48,4 @@ def run_refresh(
         report = result.output_for_node("vector_index")
     except dg.DagsterInvariantViolationError:
         return {**out, "status": "blocked", "message": "vector_index did not run (a blocking check failed?)"}
-    return {**out, "status": "success", **report.counts}
+    return {**out, "status": "success", **report.counts, "reindex_reason": report.reindex_reason}

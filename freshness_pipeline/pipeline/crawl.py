@@ -181,7 +181,7 @@ def _apply(
     if res.outcome is Outcome.GONE:
         if row.state == "live":
             report.gone.append(row.url)
-        row.state = "gone"
+        row.state, row.flag = "gone", None
         return
     if res.outcome is Outcome.ERROR:
         row.error_count += 1

@@ -134,7 +134,7 @@ def test_crash_then_recover(seed: int, baseline, tmp_path: Path, monkeypatch: py
         assert set(got) == final.expected(site.base_url)
         assert reconcile(ctx).clean
         assert ctx.store.pending("docs") == {}
-        assert lancedb.connect(str(home / "vectors")).table_names() == [active]
+        assert lancedb.connect(str(home / "vectors")).list_tables().tables == [active]
         if t["reindex"]:
             assert state.active_version == version_before + 1
         with ctx.store.engine.connect() as conn:

@@ -124,6 +124,7 @@ def test_a_bad_minute_deletes_nothing_and_gone_pages_go(
         server.pages[g + "5"] = Page("<html><body><main><p>Loading</p></main></body></html>")  # near-empty
         server.pages[g + "6"] = Page("<html><head><title>Just a moment...</title></head><body>Checking your browser before accessing. Cloudflare Ray ID: 7d</body></html>")
         server.pages[g + "7"] = Page(b"\x00\xff\xfe<<<<\x89PNG garbage </ht")  # extraction yields nothing
+        server.pages["/guide/new-wall"] = Page("<html><head><title>Captcha</title></head><body><p>Are you a robot?</p></body></html>")
         server.pages[g + "8"].status = 404
         server.pages[g + "9"].status = 410
         server.robots = f"User-agent: *\nDisallow: {g}10\n"
@@ -137,7 +138,8 @@ def test_a_bad_minute_deletes_nothing_and_gone_pages_go(
         assert p.triples() == without(expected, p.url(g + "8"), p.url(g + "9"))
 
         flagged = dict(map(tuple, p.status()["flagged"]))
-        assert set(flagged) == {p.url(g + str(i)) for i in (4, 5, 6, 7)}
+        assert set(flagged) == {p.url(g + str(i)) for i in (4, 5, 6, 7)} | {p.url("/guide/new-wall")}
+        assert "captcha" in flagged[p.url("/guide/new-wall")]  # flagged, though it never had text
         assert "404" in flagged[p.url(g + "4")] and "near-empty" in flagged[p.url(g + "5")]
         assert "bot wall" in flagged[p.url(g + "6")]
         pages = p.pages()
@@ -154,6 +156,7 @@ def test_a_bad_minute_deletes_nothing_and_gone_pages_go(
             server.pages[g + str(i)] = html_pages(site)[g + str(i)]
         server.robots = None
         server.faults.clear()
+        server.pages.pop("/guide/new-wall")
         third = p.run()
         assert (third["embedded"], third["deleted"], third["errors"]) == (0, 0, 0)
         assert p.triples() == without(expected, p.url(g + "8"), p.url(g + "9"))
