@@ -54,9 +54,14 @@ def extract(html: str, url: str) -> Extracted:
         tree.make_links_absolute(url, resolve_base_href=False, handle_failures="ignore")
         title = extract_title(tree)
         # Fast mode: markup and meta tags only, no free-text search; a date in the URL (the
-        # publication's, usually) only as a last resort. htmldate copies the tree.
+        # publication's, usually) only as a last resort; never the page chrome, whose build
+        # stamps and copyright lines date the site, not the page.
         date = htmldate.find_date(
-            tree, extensive_search=False, original_date=False, url=url, deferred_url_extractor=True
+            _without_chrome(tree),
+            extensive_search=False,
+            original_date=False,
+            url=url,
+            deferred_url_extractor=True,
         )
         markdown = trafilatura.extract(
             _content_root(tree),
@@ -93,6 +98,16 @@ def _own_line_fences(markdown: str) -> str:
             in_code ^= line.lstrip().startswith("```")
             out.append(line)
     return "\n".join(out)
+
+
+_CHROME = etree.XPath("//footer|//nav|//header|//aside")
+
+
+def _without_chrome(tree: HtmlElement) -> HtmlElement:
+    copy = deepcopy(tree)
+    for el in _CHROME(copy):
+        el.drop_tree()
+    return copy
 
 
 def _content_root(tree: HtmlElement) -> HtmlElement:

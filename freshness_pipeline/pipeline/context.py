@@ -12,7 +12,7 @@ from ..adapters.embedders.base import Embedder
 from ..adapters.state.store import SourceState, StateStore
 from ..adapters.vectorstores import make_vector_store
 from ..adapters.vectorstores.base import VectorStore
-from ..config import Settings, Source, dagster_home, state_url
+from ..config import NoisePolicy, Settings, Source, dagster_home, state_url
 from ..core.noise import NORMALIZER_VERSION
 from ..core.segment import CHUNKER_VERSION
 
@@ -48,8 +48,15 @@ def versions_for(settings: Settings, source: Source) -> Versions:
     }[cfg.provider]
     dims = cfg.dimensions or DEFAULT_DIMS.get(cfg.provider) or 1536
     chunk = source.chunking
+    # The source's own rule settings are part of its normalizer: turning a rule off must
+    # re-extract and re-index like a new release of the rules would.
+    noise = source.noise
+    tuned = sorted(noise.disabled_rules), noise.repeated_block_share
+    normalizer = NORMALIZER_VERSION
+    if tuned != ([], NoisePolicy().repeated_block_share):
+        normalizer += "/" + hashlib.sha1(repr(tuned).encode()).hexdigest()[:8]
     return Versions(
-        normalizer=NORMALIZER_VERSION,
+        normalizer=normalizer,
         chunker=f"{CHUNKER_VERSION}/{chunk.encoding}/{chunk.token_budget}",
         model=model,
         dims=dims,

@@ -125,7 +125,7 @@ def apply_plan(ctx: SourceContext, staged: StagedPlan, *, run_id: str | None = N
             staged, plan, embedded=embedded, deleted=len(deletes), orphans=removed, reindex=reindex
         )
         counts["restored"] = restored
-        events = _events(staged, plan)
+        events = _events(staged, staged.plan)  # what changed, not what a re-index rewrote
         store.commit(
             new_state,
             plan,
@@ -291,7 +291,7 @@ def _counts(
     staged: StagedPlan, plan: Plan, *, embedded: int, deleted: int, orphans: int, reindex: bool
 ) -> dict[str, int]:
     crawl = staged.sections.crawl
-    events = _events(staged, plan)
+    events = _events(staged, staged.plan)
     kinds = [e.kind for e in events]
     new, changed, gone = kinds.count("new"), kinds.count("changed"), kinds.count("gone")
     crawled = crawl.crawled if crawl else 0

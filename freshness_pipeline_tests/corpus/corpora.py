@@ -36,6 +36,8 @@ TIPS = (
     "code blocks have a copy button in their top right corner.",
     "the changelog lists every release with its upgrade notes.",
 )
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+           "September", "October", "November", "December")
 
 
 def corpora_root() -> Path:
@@ -90,9 +92,6 @@ def build_noise(build: int, dates: Mapping[str, str]) -> Callable[[str], dict[st
 
     return noise
 
-
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
-           "September", "October", "November", "December")
 
 
 def oracle(base_url: str, docs: Mapping[str, str], dates: Mapping[str, str]) -> dict[str, Section]:

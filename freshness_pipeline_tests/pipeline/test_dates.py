@@ -7,8 +7,6 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-import pytest
-
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.pipeline.driver import Freshness, tmpfs_home  # noqa: F401 - fixture
 from freshness_pipeline_tests.sitegen import generate
@@ -54,12 +52,6 @@ def test_sections_carry_the_month_of_their_page(tmpfs_home: Path) -> None:
         assert {r["id"]: r for r in after if "/page1" not in r["url"]} == untouched
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core/extract.py: htmldate.find_date(tree) reads free-text dates anywhere in the page, "
-    "footer build stamps included, so a page without date metadata takes its build date and "
-    "re-embeds every month (reported to the lead)",
-)
 def test_a_build_stamp_is_not_a_page_date(tmpfs_home: Path) -> None:
     docs = generate(2, sections_per_page=2, seed=8).markdown()
     with DocsSite() as site:

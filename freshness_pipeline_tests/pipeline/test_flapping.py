@@ -7,8 +7,6 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-import pytest
-
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.corpus.corpora import TIPS
 from freshness_pipeline_tests.pipeline.driver import Freshness, tmpfs_home  # noqa: F401 - fixture
@@ -31,11 +29,6 @@ def test_a_page_that_changes_on_every_run_is_flapping(tmpfs_home: Path) -> None:
         assert f"flapping: {site.base_url}/guide/page0" in fr.cli("status")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="flapping counts `pages.change_times` (pipeline/crawl.py: appended whenever the page's "
-    "text hash changes, learned template blocks included) instead of re-embeds (reported to the lead)",
-)
 def test_noise_that_is_stripped_is_not_flapping(tmpfs_home: Path) -> None:
     docs = generate(5, sections_per_page=2, seed=10).markdown()  # 5 pages: enough to learn a template
     with DocsSite() as site:

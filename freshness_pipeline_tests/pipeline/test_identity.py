@@ -8,6 +8,8 @@ import copy
 import random
 from pathlib import Path
 
+import pytest
+
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.pipeline.driver import Freshness, tmpfs_home  # noqa: F401 - fixture
 from freshness_pipeline_tests.sitegen import generate, paragraph
@@ -63,7 +65,7 @@ def test_renaming_one_heading_reembeds_nothing_else(tmpfs_home: Path) -> None:
         assert (found["key"], found["redirects"], found["text"]) == (current["key"], [old["key"], renamed["key"]], edited)
 
 
-def test_a_section_split_under_new_headings_redirects_its_key_once(tmpfs_home: Path, any_state_url: str, monkeypatch) -> None:
+def test_a_section_split_under_new_headings_redirects_its_key_once(tmpfs_home: Path, any_state_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A long section (two chunks) becomes two headed sections holding the same two texts:
     both vectors are reused and the old key redirects to where its first chunk went, once
     (two rows for one key would break the manifest commit on Postgres)."""

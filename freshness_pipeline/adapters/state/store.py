@@ -214,7 +214,7 @@ class StateStore:
         with self.engine.connect() as conn:
             rows = conn.execute(select(*(schema.pages.c[n] for n in names)).where(schema.pages.c.source == source))
             # zip over plain tuples: 4x faster than Row._asdict() at 10,000 pages
-            return {r.url: r for r in (PageRow(**dict(zip(names, t))) for t in rows.tuples())}
+            return {r.url: r for r in (PageRow(**dict(zip(names, t))) for t in rows)}
 
     def page_markdown(self, source: str, urls: Collection[str]) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -432,6 +432,18 @@ class StateStore:
             state.generation = base_generation + 1
             self.save_source_state(state, conn)
             conn.execute(schema.runs.insert(), [{"source": source, **run}])
+
+    def reembed_counts(self, source: str, since: float) -> dict[str, int]:
+        """Per page, how many runs since `since` re-embedded or rewrote some of its sections
+        (its "changed" change events: one per page per run)."""
+        t = schema.change_events
+        q = (
+            select(t.c.url, func.count())
+            .where(t.c.source == source, t.c.kind == "changed", t.c.created_at >= since)
+            .group_by(t.c.url)
+        )
+        with self.engine.connect() as conn:
+            return {url: int(n) for url, n in conn.execute(q)}
 
     # -- runs ----------------------------------------------------------------------------
 
