@@ -35,6 +35,12 @@ def run_refresh(
         run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
     )
     out: dict[str, Any] = {"run_id": result.run_id}
+    blocked = [
+        e for e in result.get_asset_check_evaluations() if e.blocking and not e.passed
+    ]
+    if blocked:
+        message = "; ".join(f"{e.check_name}: {e.description or 'failed'}" for e in blocked)
+        return {**out, "status": "blocked", "message": message}
     if not result.success:
         failures = [e for e in result.all_events if e.is_step_failure]
         message = "; ".join(
@@ -44,8 +50,5 @@ def run_refresh(
             if e.step_failure_data.error
         )
         return {**out, "status": "failure", "message": message}
-    try:
-        report = result.output_for_node("vector_index")
-    except dg.DagsterInvariantViolationError:
-        return {**out, "status": "blocked", "message": "vector_index did not run (a blocking check failed?)"}
+    report = result.output_for_node("vector_index")
     return {**out, "status": "success", **report.counts, "reindex_reason": report.reindex_reason}

@@ -14,6 +14,7 @@ import pytest
 from freshness_pipeline.adapters.state.store import StateStore
 from freshness_pipeline.config import load_settings, state_url
 from freshness_pipeline.defs.checks import ALLOW_SPIKE_TAG
+from freshness_pipeline.defs.runner import run_refresh
 from freshness_pipeline.defs.spike import history_shares, judge, suspects
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline.pipeline.context import SourceContext
@@ -67,6 +68,11 @@ def test_change_spike_blocks_vector_index_until_the_override(
     assert f"+ {FEEDBACK}" in spike.metadata["suspects"].value  # the suspect phrase, in 24 sections
     assert "/guide/page" in spike.description and ALLOW_SPIKE_TAG in spike.description
     assert not any(FEEDBACK in t for t in manifest_texts())  # the index was not touched
+    # `freshness run` says so, naming the check and what to do.
+    cli = run_refresh(SOURCE)
+    assert cli["status"] == "blocked" and cli["message"].startswith("change_spike: ")
+    assert ALLOW_SPIKE_TAG in cli["message"]
+    assert not any(FEEDBACK in t for t in manifest_texts())
 
     allowed = refresh(instance, tags={ALLOW_SPIKE_TAG: "true"})
     spike = check_result(allowed, "change_spike")
