@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 DEFAULT_SOURCES = "sources.yaml"
 
@@ -63,6 +63,16 @@ class NoisePolicy(_Strict):
     disabled_rules: list[str] = Field(default_factory=list)
     repeated_block_share: float = 0.6  # a block on more than this share of pages is template
     fuzzy_threshold: int = 3  # simhash Hamming distance counted as unchanged; 0 = exact only
+
+    @field_validator("disabled_rules")
+    @classmethod
+    def _known_rules(cls, names: list[str]) -> list[str]:
+        from .core.noise import RULES
+
+        unknown = sorted(set(names) - RULES.keys())
+        if unknown:
+            raise ValueError(f"unknown rule(s) {', '.join(unknown)}; known: {', '.join(RULES)}")
+        return names
 
 
 class ChunkPolicy(_Strict):

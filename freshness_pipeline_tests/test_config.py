@@ -39,6 +39,10 @@ def test_path_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         ("sources: [{name: a, sitemap: u}, {name: a, sitemap: v}]", "duplicate source names: a"),
         ("sources: [{name: a, sitemap: u}]\nembedder: {provider: cohere}", r"embedder\.provider: Input should be"),
         ("sources: [", "not valid YAML"),
+        (
+            "sources: [{name: a, sitemap: u, noise: {disabled_rules: [last_updatd]}}]",
+            r"sources\.0\.noise\.disabled_rules: Value error, unknown rule\(s\) last_updatd; known: ",
+        ),
         ("", r"sources: Field required"),
     ],
 )

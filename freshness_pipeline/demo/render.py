@@ -32,8 +32,8 @@ def render(
     date: str | None = None,
 ) -> str:
     """One HTML page. `nav` maps paths to link titles; `updated`, `build` and `tip` (a
-    "tip of the day" block atop the article, where extraction keeps it) are noise; `date` is the page's declared date
-    (`<meta name="date">`, what htmldate reads first)."""
+    "tip of the day" block atop the article, where extraction keeps it) are noise; `date`
+    is the page's declared date (`<meta name="date">`, what htmldate reads first)."""
     article = md.markdown(body_md, extensions=_EXTENSIONS)
     links = "\n".join(f'<li><a href="{p}">{html.escape(t)}</a></li>' for p, t in nav.items())
     stamp = f"<p>Last updated: {html.escape(updated)}</p>" if updated else ""
