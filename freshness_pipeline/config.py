@@ -102,6 +102,7 @@ class CheckPolicy(_Strict):
     lag_target_h: float = 24.0  # embedding lag (p90) the score tolerates in full
     age_target_d: float = 730.0  # median content age the score tolerates in full
     golden_miss_runs: int = 3  # consecutive golden-set misses that request a full re-index
+    golden_min_hit5: float | None = None  # a re-index under this hit@5 never becomes active
 
 
 class Source(_Strict):

@@ -18,7 +18,7 @@ from ..pipeline.status import source_status
 from .assets import md_table, diff_plan, fetched_pages, vector_index
 from .partitions import sources_partitions
 from .resources import FreshnessResource
-from .spike import history_shares, judge, suspects
+from ..core.spike import history_shares, judge, suspects
 
 ALLOW_SPIKE_TAG = "freshness/allow-spike"
 SUSPECT_SAMPLE = 300  # changed sections compared word by word for the suspects

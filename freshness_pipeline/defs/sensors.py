@@ -22,7 +22,7 @@ from ..config import ConfigError, Settings, state_url
 from ..core.tiers import TIERS
 from ..pipeline.context import versions_for
 from .assets import TIER_TAG, fetched_pages, refresh_job, refresh_selection
-from .cadence import due
+from ..core.cadence import due
 from .partitions import sources_partitions
 from .resources import FreshnessResource
 

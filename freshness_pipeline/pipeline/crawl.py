@@ -67,6 +67,10 @@ def crawl(ctx: SourceContext, *, tier: str | None = None) -> CrawlReport:
                     f"source {src.name!r}: {exc}; the crawl stopped before fetching, nothing was changed"
                 ) from exc
             targets, found = _targets(ctx, known, discovery.urls, discovery.lastmod, tier)
+            if _rules_changed(ctx):
+                # Stored texts were normalized by other rules: fetch and extract every page
+                # again rather than trust a 304 or an identical body.
+                targets = [Target(t.url, t.fetch_url) for t in targets]
             # Extraction runs in the pool while the fetch threads are still downloading.
             jobs = _extract_jobs(fetcher.fetch(targets), results, tuple(src.noise.disabled_rules))
             extracted = {e.url: e for e in parallel_map(extract_one, jobs)}
@@ -147,6 +151,11 @@ def lastmod_is_newer(lastmod: str | None, last_fetched: float | None) -> bool:
     if when.tzinfo is None:
         when = when.replace(tzinfo=timezone.utc)
     return last_fetched is None or when.timestamp() > last_fetched
+
+
+def _rules_changed(ctx: SourceContext) -> bool:
+    state = ctx.store.source_state(ctx.name)
+    return state is not None and state.generation > 0 and state.normalizer_version != ctx.versions.normalizer
 
 
 def _target(url: str, fetch_url: str, prev: PageRow | None) -> Target:

@@ -57,7 +57,7 @@ class DriftError(RuntimeError):
 class IndexReport:
     source: str
     namespace: str
-    counts: dict[str, int] = field(default_factory=dict)
+    counts: dict[str, int | float] = field(default_factory=dict)
     reindex_reason: str | None = None
     seconds: float = 0.0
 
@@ -68,7 +68,8 @@ class IndexReport:
 
 def apply_plan(ctx: SourceContext, staged: StagedPlan, *, run_id: str | None = None) -> IndexReport:
     started = time.time()
-    src, store, vectors = ctx.source, ctx.store, ctx.vectors
+    # `ctx.vectors` is opened on first use: a quiet run never pays for the vector store.
+    src, store = ctx.source, ctx.store
     with store.lock(src.name):
         _drop_retired(ctx)  # left over when a run died between its commit and its drop
         state = store.source_state(src.name)
@@ -103,13 +104,15 @@ def apply_plan(ctx: SourceContext, staged: StagedPlan, *, run_id: str | None = N
         now = time.time()
         batch = ctx.settings.vector_store.upsert_batch
         for i in range(0, len(upserts), batch):
-            vectors.upsert(ns, [_record(s, vecs[s.content_hash], src.name, target, now) for s in upserts[i : i + batch]])
+            ctx.vectors.upsert(ns, [_record(s, vecs[s.content_hash], src.name, target, now) for s in upserts[i : i + batch]])
             _crash_point("upsert")
         if deletes:
-            vectors.delete(ns, deletes)
+            ctx.vectors.delete(ns, deletes)
             _crash_point("delete")
+        golden: dict[str, float] = {}
         if reindex:
             removed += _verify_complete(ctx, ns, {s.id: s.content_hash for s in upserts})
+            golden = _golden_gate(ctx, ns)
         _crash_point("verified")
 
         new_state = replace(
@@ -125,6 +128,7 @@ def apply_plan(ctx: SourceContext, staged: StagedPlan, *, run_id: str | None = N
             staged, plan, embedded=embedded, deleted=len(deletes), orphans=removed, reindex=reindex
         )
         counts["restored"] = restored
+        counts.update(golden)
         events = _events(staged, staged.plan)  # what changed, not what a re-index rewrote
         store.commit(
             new_state,
@@ -157,7 +161,7 @@ def _recover(ctx: SourceContext, state: SourceState, target_ns: str, own: set[st
     not touch it again) or is deleted when the manifest does not know it. A re-index
     namespace that is not this run's target was abandoned: it is dropped whole.
     """
-    src, store, vectors = ctx.source, ctx.store, ctx.vectors
+    src, store = ctx.source, ctx.store
     active_ns = namespace(src.name, state.active_version)
     removed = restored = 0
     for ns, ids in store.pending(src.name).items():
@@ -166,10 +170,10 @@ def _recover(ctx: SourceContext, state: SourceState, target_ns: str, own: set[st
             d, r = restore_from_manifest(ctx, state, todo)
             removed, restored = removed + d, restored + r
         elif ns == target_ns:
-            vectors.delete(ns, sorted(todo))
+            ctx.vectors.delete(ns, sorted(todo))
             removed += len(todo)
         else:
-            vectors.drop_namespace(ns)
+            ctx.vectors.drop_namespace(ns)
             removed += len(ids)
     return removed, restored
 
@@ -240,6 +244,29 @@ def _record(s: Section, vec: np.ndarray, source: str, version: int, now: float) 
             "index_version": version,
         },
     )
+
+
+class GoldenGateError(RuntimeError):
+    """A re-indexed version answers the golden set worse than the source allows."""
+
+
+def _golden_gate(ctx: SourceContext, ns: str) -> dict[str, float]:
+    """Run the source's golden set (if any) against the re-indexed namespace before it
+    becomes active; refuse the switch under `checks.golden_min_hit5`."""
+    from .golden import evaluate, golden_file, load_golden
+
+    path = golden_file(ctx.source)
+    if path is None:
+        return {}
+    score = evaluate(ctx, load_golden(path), ns=ns).score
+    floor = ctx.source.checks.golden_min_hit5
+    if floor is not None and score.hit_at_5 < floor:
+        raise GoldenGateError(
+            f"{ns}: the re-indexed version answers hit@5 {score.hit_at_5:.2f} of the golden set "
+            f"({path}), under checks.golden_min_hit5 {floor:.2f}; the active index is unchanged. "
+            f"Misses: {'; '.join(score.misses[:10])}"
+        )
+    return {"golden_hit_at_1": score.hit_at_1, "golden_hit_at_5": score.hit_at_5, "golden_mrr": score.mrr}
 
 
 def _verify_complete(ctx: SourceContext, ns: str, expected: dict[str, str]) -> int:

@@ -21,7 +21,7 @@ import pytest
 from freshness_pipeline.core.extract import extract
 from freshness_pipeline.core.models import Section
 from freshness_pipeline.demo.server import DocsSite
-from freshness_pipeline_tests.pipeline.driver import Freshness, tmpfs_home  # noqa: F401 - fixture
+from freshness_pipeline_tests.pipeline.driver import Freshness
 
 from .corpora import CORPORA, TIPS, build_noise, expected_diff, first_seen, load_revisions, oracle
 
@@ -50,14 +50,14 @@ def assert_noise_reaches_extraction(site: DocsSite, build: int) -> None:
 
 
 @pytest.mark.parametrize("name", CORPORA)
-def test_replay_embeds_exactly_what_changed(name: str, corpora: Path, tmpfs_home: Path) -> None:
+def test_replay_embeds_exactly_what_changed(name: str, corpora: Path, dagster_home: Path) -> None:
     revisions = load_revisions(corpora / name)
     dates = first_seen(revisions)
     build = 0
     before: dict[str, Section] = {}
     indexed_texts: set[str] = set()
     with DocsSite() as site:
-        fr = Freshness(tmpfs_home / "sources.yaml", site.sitemap_url, name=name,
+        fr = Freshness(dagster_home / "sources.yaml", site.sitemap_url, name=name,
                        source_settings={"noise": {"fuzzy_threshold": 0}, "checks": {"spike_min_share": 1.0}})
         for rev in revisions:
             step = f"{name} r{rev.number - 1}->r{rev.number}" if rev.number else f"{name} r0"

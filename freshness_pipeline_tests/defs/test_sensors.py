@@ -14,7 +14,7 @@ from dagster._core.execution.backfill import PartitionBackfill
 
 from freshness_pipeline.config import TierPolicy
 from freshness_pipeline.defs.assets import TIER_TAG
-from freshness_pipeline.defs.cadence import HOUR, Due, due
+from freshness_pipeline.core.cadence import HOUR, Due, due
 from freshness_pipeline.defs.definitions import defs
 from freshness_pipeline.defs.resources import FreshnessResource
 from freshness_pipeline.defs.sensors import (

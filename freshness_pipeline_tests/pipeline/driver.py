@@ -9,29 +9,13 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
-import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from freshness_pipeline.cli import main
-
-
-@pytest.fixture
-def tmpfs_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """An isolated $DAGSTER_HOME, on tmpfs when the machine has one: Dagster's SQLite event
-    log commits every event, and on disk those fsyncs are most of a small run's time."""
-    shm = Path("/dev/shm")
-    with tempfile.TemporaryDirectory(prefix="freshness-test-", dir=shm if os.access(shm, os.W_OK) else None) as d:
-        home = Path(d)
-        (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-        monkeypatch.setenv("DAGSTER_HOME", str(home))
-        yield home
 
 
 @dataclass

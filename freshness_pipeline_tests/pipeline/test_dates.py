@@ -8,7 +8,7 @@ import hashlib
 from pathlib import Path
 
 from freshness_pipeline.demo.server import DocsSite
-from freshness_pipeline_tests.pipeline.driver import Freshness, tmpfs_home  # noqa: F401 - fixture
+from freshness_pipeline_tests.pipeline.driver import Freshness
 from freshness_pipeline_tests.sitegen import generate
 
 
@@ -27,11 +27,11 @@ def months(records: list[dict]) -> dict[str, set[str | None]]:
     return out
 
 
-def test_sections_carry_the_month_of_their_page(tmpfs_home: Path) -> None:
+def test_sections_carry_the_month_of_their_page(dagster_home: Path) -> None:
     docs = generate(3, sections_per_page=2, seed=6).markdown()
     dates = {"/guide/page0/": "2026-06-03", "/guide/page1/": "2026-06-03", "/guide/page2/": "2026-06-15"}
     with DocsSite() as site:
-        fr = Freshness(tmpfs_home / "sources.yaml", site.sitemap_url)
+        fr = Freshness(dagster_home / "sources.yaml", site.sitemap_url)
         site.publish(docs, noise=lambda path: {"date": dates[path]})
         assert fr.run()["embedded"] == 6
         records = fr.dump()
@@ -52,10 +52,10 @@ def test_sections_carry_the_month_of_their_page(tmpfs_home: Path) -> None:
         assert {r["id"]: r for r in after if "/page1" not in r["url"]} == untouched
 
 
-def test_a_build_stamp_is_not_a_page_date(tmpfs_home: Path) -> None:
+def test_a_build_stamp_is_not_a_page_date(dagster_home: Path) -> None:
     docs = generate(2, sections_per_page=2, seed=8).markdown()
     with DocsSite() as site:
-        fr = Freshness(tmpfs_home / "sources.yaml", site.sitemap_url)
+        fr = Freshness(dagster_home / "sources.yaml", site.sitemap_url)
         site.publish(docs, noise=lambda path: {"build": "with mkdocs on 2026-06-30T23:59:00Z"})
         fr.run()
         site.publish(docs, noise=lambda path: {"build": "with mkdocs on 2026-07-01T00:01:00Z"})

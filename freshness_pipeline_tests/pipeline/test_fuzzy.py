@@ -10,7 +10,7 @@ from pathlib import Path
 import dagster as dg
 
 from freshness_pipeline.demo.server import DocsSite
-from freshness_pipeline_tests.pipeline.driver import Freshness, tmpfs_home  # noqa: F401 - fixture
+from freshness_pipeline_tests.pipeline.driver import Freshness
 from freshness_pipeline_tests.sitegen import paragraph
 
 TYPO = "The server recieves each chunk and acknowledges it within a second."
@@ -41,10 +41,10 @@ def fuzzy_log_lines(run_id: str) -> list[str]:
     return [e.user_message for e in logs if e.user_message.startswith("fuzzy unchanged")]
 
 
-def test_a_typo_fix_is_forgiven_and_meaningful_edits_are_not(tmpfs_home: Path) -> None:
+def test_a_typo_fix_is_forgiven_and_meaningful_edits_are_not(dagster_home: Path) -> None:
     text = long_section()
     with DocsSite() as site:
-        fr = Freshness(tmpfs_home / "sources.yaml", site.sitemap_url)
+        fr = Freshness(dagster_home / "sources.yaml", site.sitemap_url)
         site.publish(docs(text))
         assert fr.run()["embedded"] == 3
         (indexed,) = [r for r in fr.dump() if r["heading_path"] == "Uploads > Retries"]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from freshness_pipeline.demo.server import DocsSite
-from freshness_pipeline_tests.pipeline.driver import Freshness, tmpfs_home  # noqa: F401 - fixture
+from freshness_pipeline_tests.pipeline.driver import Freshness
 from freshness_pipeline_tests.sitegen import generate, paragraph
 
 PAGE = "guide/page1.md"
@@ -23,11 +23,11 @@ def by_heading(records: list[dict]) -> dict[str, dict]:
     return out
 
 
-def test_renaming_one_heading_reembeds_nothing_else(tmpfs_home: Path) -> None:
+def test_renaming_one_heading_reembeds_nothing_else(dagster_home: Path) -> None:
     v1 = generate(3, sections_per_page=3, seed=5)
     heading, text = v1.pages[PAGE][1]
     with DocsSite() as site:
-        fr = Freshness(tmpfs_home / "sources.yaml", site.sitemap_url)
+        fr = Freshness(dagster_home / "sources.yaml", site.sitemap_url)
         site.publish(v1.markdown())
         fr.run()
         before = by_heading(fr.dump())
@@ -65,7 +65,7 @@ def test_renaming_one_heading_reembeds_nothing_else(tmpfs_home: Path) -> None:
         assert (found["key"], found["redirects"], found["text"]) == (current["key"], [old["key"], renamed["key"]], edited)
 
 
-def test_a_section_split_under_new_headings_redirects_its_key_once(tmpfs_home: Path, any_state_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_section_split_under_new_headings_redirects_its_key_once(dagster_home: Path, any_state_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A long section (two chunks) becomes two headed sections holding the same two texts:
     both vectors are reused and the old key redirects to where its first chunk went, once
     (two rows for one key would break the manifest commit on Postgres)."""
@@ -73,7 +73,7 @@ def test_a_section_split_under_new_headings_redirects_its_key_once(tmpfs_home: P
     rng = random.Random(21)
     first, second = paragraph(rng), paragraph(rng)
     with DocsSite() as site:
-        fr = Freshness(tmpfs_home / "sources.yaml", site.sitemap_url, source_settings={"chunking": {"token_budget": 70}})
+        fr = Freshness(dagster_home / "sources.yaml", site.sitemap_url, source_settings={"chunking": {"token_budget": 70}})
         site.publish({"guide.md": f"# Guide\n\n## Setup\n\n{first}\n\n{second}\n"})
         fr.run()
         (old_key,) = {r["key"] for r in fr.dump()}

@@ -15,7 +15,7 @@ from freshness_pipeline.adapters.vectorstores.lancedb_store import table_name
 from freshness_pipeline.config import EmbedderConfig
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline.pipeline import context
-from freshness_pipeline_tests.pipeline.driver import Freshness, tmpfs_home  # noqa: F401 - fixture
+from freshness_pipeline_tests.pipeline.driver import Freshness
 from freshness_pipeline_tests.sitegen import generate
 
 
@@ -31,14 +31,14 @@ def assert_written_once(counts: dict, records: list[dict]) -> None:
     assert counts["deleted"] == 0, "a re-index writes a new namespace; it deletes nothing in it"
 
 
-def test_a_chunker_change_reindexes_every_section_once(tmpfs_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_chunker_change_reindexes_every_section_once(dagster_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     site_v1 = generate(4, sections_per_page=3, seed=2)  # 40-word sections, ~60 tokens each
     with DocsSite() as site:
-        fr = Freshness(tmpfs_home / "sources.yaml", site.sitemap_url)
+        fr = Freshness(dagster_home / "sources.yaml", site.sitemap_url)
         site.publish(site_v1.markdown())
         first = fr.run()
         assert first["reindex_reason"] is None
-        assert tables(tmpfs_home) == {table_name("docs-v1"): 256}
+        assert tables(dagster_home) == {table_name("docs-v1"): 256}
         texts = {r["id"]: r["content_hash"] for r in fr.dump()}
 
         # A new chunker version with the same chunks: every record written again into a new
@@ -51,7 +51,7 @@ def test_a_chunker_change_reindexes_every_section_once(tmpfs_home: Path, monkeyp
         assert_written_once(bumped, records)
         assert {r["id"]: r["content_hash"] for r in records} == texts
         assert {r["index_version"] for r in records} == {2}
-        assert tables(tmpfs_home) == {table_name("docs-v2"): 256}, "the old namespace must be dropped"
+        assert tables(dagster_home) == {table_name("docs-v2"): 256}, "the old namespace must be dropped"
         assert "chunker" in fr.status()["last_run"]["reason"]
 
         # A smaller token budget is a chunker change too, and it cuts every section in two.
@@ -62,18 +62,18 @@ def test_a_chunker_change_reindexes_every_section_once(tmpfs_home: Path, monkeyp
         assert_written_once(smaller, records)
         assert len(records) > len(texts) and {r["chunk_index"] for r in records} == {0, 1}
         assert smaller["embedded"] == len({r["content_hash"] for r in records})
-        assert tables(tmpfs_home) == {table_name("docs-v3"): 256}
+        assert tables(dagster_home) == {table_name("docs-v3"): 256}
 
         quiet = fr.run()  # the versions now match: an ordinary quiet run
         assert not quiet.get("reindex_reason") and (quiet["upserted"], quiet["embedded"]) == (0, 0), quiet
 
 
-def test_a_model_change_reindexes_and_never_mixes_vectors(tmpfs_home: Path) -> None:
+def test_a_model_change_reindexes_and_never_mixes_vectors(dagster_home: Path) -> None:
     with DocsSite() as site:
-        fr = Freshness(tmpfs_home / "sources.yaml", site.sitemap_url)
+        fr = Freshness(dagster_home / "sources.yaml", site.sitemap_url)
         site.publish(generate(3, sections_per_page=2, seed=4).markdown())
         fr.run()
-        assert tables(tmpfs_home) == {table_name("docs-v1"): 256}
+        assert tables(dagster_home) == {table_name("docs-v1"): 256}
 
         fr.configure(embedder={"provider": "hashing", "dimensions": 128})
         changed = fr.run()
@@ -82,10 +82,10 @@ def test_a_model_change_reindexes_and_never_mixes_vectors(tmpfs_home: Path) -> N
         records = fr.dump()
         assert_written_once(changed, records)
         assert changed["embedded"] == len(records), "a new model may not reuse the old model's vectors"
-        assert tables(tmpfs_home) == {table_name("docs-v2"): 128}
+        assert tables(dagster_home) == {table_name("docs-v2"): 128}
 
         # Every stored vector is the new model's vector of that record's text.
-        db = lancedb.connect(str(tmpfs_home / "vectors"))
+        db = lancedb.connect(str(dagster_home / "vectors"))
         rows = db.open_table(table_name("docs-v2")).to_arrow().select(["text", "vector"]).to_pylist()
         embedder = make_embedder(EmbedderConfig(provider="hashing", dimensions=128))
         want = embedder.embed([r["text"] for r in rows])
@@ -95,15 +95,10 @@ def test_a_model_change_reindexes_and_never_mixes_vectors(tmpfs_home: Path) -> N
         assert records[0]["id"] in hits
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pipeline/crawl.py keeps the stored text of pages that answer 304, normalized with "
-    "the old rules, so the re-index after a rule change re-segments it (reported to the lead)",
-)
-def test_turning_a_noise_rule_off_reindexes_every_page(tmpfs_home: Path) -> None:
+def test_turning_a_noise_rule_off_reindexes_every_page(dagster_home: Path) -> None:
     docs = generate(2, sections_per_page=1, seed=12).markdown()
     with DocsSite() as site:
-        fr = Freshness(tmpfs_home / "sources.yaml", site.sitemap_url)
+        fr = Freshness(dagster_home / "sources.yaml", site.sitemap_url)
         site.publish(docs, noise=lambda path: {"updated": "June 3, 2026"})  # the same bytes on every run
         fr.run()
         assert not any("Last updated" in r["text"] for r in fr.dump())

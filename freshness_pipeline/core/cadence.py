@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..config import TierPolicy
-from ..core.tiers import TIERS
+from .tiers import TIERS
 
 HOUR = 3600.0
 
