@@ -54,10 +54,14 @@ def main(argv: list[str] | None = None) -> int:
     home.mkdir(parents=True, exist_ok=True)
     port = _free_port()
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    (home / "sources.yaml").write_text(json.dumps({
-        "sources": [{"name": SOURCE, "sitemap": f"http://127.0.0.1:{port}/sitemap.xml"}],
-        "embedder": {"provider": "hashing"},
-    }))
+    (home / "sources.yaml").write_text(
+        json.dumps(
+            {
+                "sources": [{"name": SOURCE, "sitemap": f"http://127.0.0.1:{port}/sitemap.xml"}],
+                "embedder": {"provider": "hashing"},
+            }
+        )
+    )
     print(f"{args.pages} pages, home {home}, {os.cpu_count()} cores")
     print(f"{'scenario':<12} {'wall s':>8} {'pages/s':>8} {'cpu':>5} {'peak MiB':>9} {'embedded':>9}  notes")
     failed = False
@@ -88,9 +92,7 @@ def _scenario(name: str, spec: SiteSpec, home: Path, port: int, profile: bool) -
         if not ready.wait(120):
             raise RuntimeError("the bench site did not start")
         cmd = [sys.executable, "-m", "bench.run", "--client", name, "--home", str(home), "--port", str(port)]
-        out = subprocess.run(
-            cmd + (["--profile"] if profile else []), capture_output=True, text=True, check=False
-        )
+        out = subprocess.run(cmd + (["--profile"] if profile else []), capture_output=True, text=True, check=False)
         if out.returncode != 0:
             raise RuntimeError(f"scenario {name} failed:\n{out.stderr[-4000:]}")
         return json.loads(out.stdout.strip().splitlines()[-1])

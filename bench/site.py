@@ -63,16 +63,12 @@ def sections(i: int, version: int) -> list[tuple[str, str]]:
 
 def changed_sections(pages: int, old: int, new: int) -> int:
     """The truth for a churn run: sections whose text differs between two versions."""
-    return sum(
-        a != b for i in range(pages) for a, b in zip(sections(i, old), sections(i, new), strict=True)
-    )
+    return sum(a != b for i in range(pages) for a, b in zip(sections(i, old), sections(i, new), strict=True))
 
 
 def render(i: int, pages: int, version: int, *, updated: str = "", build: str = "") -> str:
     title = f"Page {i}"
-    body = "\n".join(
-        f"<h2>{html.escape(h)}</h2>\n<p>{html.escape(t)}</p>" for h, t in sections(i, version)
-    )
+    body = "\n".join(f"<h2>{html.escape(h)}</h2>\n<p>{html.escape(t)}</p>" for h, t in sections(i, version))
     nav = "".join(f'<li><a href="{path_of(k % pages)}">Page {k % pages}</a></li>' for k in range(i - 5, i + 6))
     stamp = f"<p>Last updated: {updated}</p>" if updated else ""
     built = f"<p>Built {build}</p>" if build else ""

@@ -159,7 +159,10 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
         print(f"{r['source']}: {r['pages_live']} pages, {r['sections_indexed']} sections indexed; last run {when}")
         if last:
             c: dict[str, Any] = last["counts"]
-            print("  " + " ".join(f"{k}: {c.get(k, 0)}" for k in ("crawled", "new", "changed", "unchanged", "gone", "errors")))
+            print(
+                "  "
+                + " ".join(f"{k}: {c.get(k, 0)}" for k in ("crawled", "new", "changed", "unchanged", "gone", "errors"))
+            )
         for url, n in r.get("flapping", []):
             print(f"  flapping: {url} re-embedded in {n} runs")
         for url, why in r.get("flagged", []):

@@ -1,10 +1,10 @@
 """The sources file: what to crawl, how to embed, where to write. Validated with pydantic.
 
-    sources:
-      - name: docs
-        sitemap: http://127.0.0.1:8000/sitemap.xml
-    embedder: {provider: local}
-    vector_store: {provider: lancedb}
+sources:
+  - name: docs
+    sitemap: http://127.0.0.1:8000/sitemap.xml
+embedder: {provider: local}
+vector_store: {provider: lancedb}
 """
 
 from __future__ import annotations
@@ -191,15 +191,14 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
     try:
         raw = yaml.safe_load(p.read_text())
     except FileNotFoundError:
-        raise ConfigError(f"{p}: sources file not found (set --sources or $FRESHNESS_SOURCES)")
+        raise ConfigError(f"{p}: sources file not found (set --sources or $FRESHNESS_SOURCES)") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{p}: not valid YAML: {exc}") from exc
     try:
         return Settings.model_validate(raw or {})
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(part) for part in err['loc']) or '(top level)'}: {err['msg']}"
-            for err in exc.errors()
+            f"{'.'.join(str(part) for part in err['loc']) or '(top level)'}: {err['msg']}" for err in exc.errors()
         )
         raise ConfigError(f"{p}: {problems}") from exc
 

@@ -79,9 +79,7 @@ class SiteServer:
         self._closing = threading.Event()
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.site = self
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     @property
     def base_url(self) -> str:
@@ -131,10 +129,7 @@ class SiteServer:
             return None
         n = max(1, self.sitemap_children)
         if path == "/sitemap.xml":
-            locs = "".join(
-                f"<sitemap><loc>{self.base_url}/sitemap-{i}.xml.gz</loc></sitemap>"
-                for i in range(n)
-            )
+            locs = "".join(f"<sitemap><loc>{self.base_url}/sitemap-{i}.xml.gz</loc></sitemap>" for i in range(n))
             return f'{_XML_DECL}<sitemapindex xmlns="{_NS}">{locs}</sitemapindex>'.encode()
         for i in range(n):
             if path == f"/sitemap-{i}.xml.gz":
@@ -217,15 +212,13 @@ class _Handler(BaseHTTPRequestHandler):
         if page.status == 200:
             inm = request_headers.get("if-none-match")
             ims = request_headers.get("if-modified-since")
-            if (
-                etag and inm and (inm.strip() == "*" or etag in (t.strip() for t in inm.split(",")))
-            ) or (inm is None and ims and ims == page.headers.get("Last-Modified")):
+            if (etag and inm and (inm.strip() == "*" or etag in (t.strip() for t in inm.split(",")))) or (
+                inm is None and ims and ims == page.headers.get("Last-Modified")
+            ):
                 return self._send(304, b"", None, extra)
         self._send(page.status, page.body, page.content_type, extra)
 
-    def _send(
-        self, status: int, body: bytes, content_type: str | None, headers: Mapping[str, str] = {}
-    ) -> None:
+    def _send(self, status: int, body: bytes, content_type: str | None, headers: Mapping[str, str] = {}) -> None:
         self.send_response(status)
         if content_type:
             self.send_header("Content-Type", content_type)

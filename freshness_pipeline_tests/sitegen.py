@@ -47,7 +47,9 @@ class Site:
 
 def generate(n_pages: int, sections_per_page: int = 3, seed: int = 0) -> Site:
     rng = random.Random(seed)
-    return Site({
-        f"guide/page{i}.md": [(f"Topic {i}-{j}", paragraph(rng)) for j in range(sections_per_page)]
-        for i in range(n_pages)
-    })
+    return Site(
+        {
+            f"guide/page{i}.md": [(f"Topic {i}-{j}", paragraph(rng)) for j in range(sections_per_page)]
+            for i in range(n_pages)
+        }
+    )

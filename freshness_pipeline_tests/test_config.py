@@ -26,7 +26,9 @@ def test_minimal_file_gets_embedded_defaults(tmp_path: Path, monkeypatch: pytest
 
 
 def test_path_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("FRESHNESS_SOURCES", str(write(tmp_path, "sources: [{name: a, start_urls: ['http://a.test/']}]")))
+    monkeypatch.setenv(
+        "FRESHNESS_SOURCES", str(write(tmp_path, "sources: [{name: a, start_urls: ['http://a.test/']}]"))
+    )
     assert load_settings().sources[0].name == "a"
 
 

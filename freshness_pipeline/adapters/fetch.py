@@ -56,9 +56,7 @@ _XML_PARSER = etree.XMLParser(resolve_entities=False, no_network=True)
 # the page properly later anyway.
 _HREF = re.compile(r"""<a\s[^>]*?\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""", re.IGNORECASE)
 _BASE_HREF = re.compile(r"""<base\s[^>]*?\bhref\s*=\s*["']?([^"'\s>]+)""", re.IGNORECASE)
-_CRAWL_DELAY = re.compile(
-    r"^(\s*crawl-delay\s*:\s*)(\d+(?:\.\d*)?|\.\d+)", re.IGNORECASE | re.MULTILINE
-)
+_CRAWL_DELAY = re.compile(r"^(\s*crawl-delay\s*:\s*)(\d+(?:\.\d*)?|\.\d+)", re.IGNORECASE | re.MULTILINE)
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([\w.:-]+)""", re.IGNORECASE)
 
 
@@ -206,9 +204,7 @@ class Fetcher(AbstractContextManager["Fetcher"]):
             for sitemap in parser.site_maps() or ()
         ]
 
-    def _read_sitemap(
-        self, url: str, add: Callable[[str, str | None], None], visited: set[str], depth: int
-    ) -> None:
+    def _read_sitemap(self, url: str, add: Callable[[str, str | None], None], visited: set[str], depth: int) -> None:
         if url in visited or depth > _MAX_SITEMAP_DEPTH:
             return
         visited.add(url)
@@ -236,20 +232,14 @@ class Fetcher(AbstractContextManager["Fetcher"]):
                         entry.xpath("string(./*[local-name()='lastmod'])").strip() or None,
                     )
         else:
-            raise DiscoveryError(
-                f"sitemap {url}: root <{kind}> is neither <urlset> nor <sitemapindex>"
-            )
+            raise DiscoveryError(f"sitemap {url}: root <{kind}> is neither <urlset> nor <sitemapindex>")
 
     def _crawl_links(self) -> list[str]:
         """Breadth-first link discovery from the start URLs, within scope, obeying robots."""
         d = self._source.discovery
         include = [re.compile(r) for r in d.include]
         exclude = [re.compile(r) for r in d.exclude]
-        prefixes = (
-            [d.scope_prefix]
-            if d.scope_prefix
-            else [urljoin(u, ".") for u in self._source.start_urls]
-        )
+        prefixes = [d.scope_prefix] if d.scope_prefix else [urljoin(u, ".") for u in self._source.start_urls]
         scopes = [self._scope(p) for p in prefixes]
 
         def wanted(url: str) -> bool:
@@ -292,9 +282,7 @@ class Fetcher(AbstractContextManager["Fetcher"]):
         if not targets:
             return
         hosts = len({_origin(t.fetch_url) for t in targets})
-        pool = ThreadPoolExecutor(
-            self._policy.concurrency * min(hosts, _MAX_HOSTS), thread_name_prefix="fetch"
-        )
+        pool = ThreadPoolExecutor(self._policy.concurrency * min(hosts, _MAX_HOSTS), thread_name_prefix="fetch")
         try:
             for done in as_completed([pool.submit(self._fetch_one, t) for t in targets]):
                 yield done.result()
@@ -366,9 +354,7 @@ class Fetcher(AbstractContextManager["Fetcher"]):
         p = self._policy
         status = resp.status_code
         content_type = resp.headers.get("content-type")
-        outcome, reason = classify(
-            status, content_type=content_type, size=_content_length(resp), policy=p
-        )
+        outcome, reason = classify(status, content_type=content_type, size=_content_length(resp), policy=p)
         etag, last_modified = resp.headers.get("etag"), resp.headers.get("last-modified")
         if outcome is Outcome.NOT_MODIFIED:  # a 304 may omit validators: keep the ones we sent
             etag, last_modified = etag or target.etag, last_modified or target.last_modified
@@ -383,27 +369,19 @@ class Fetcher(AbstractContextManager["Fetcher"]):
                 and after > p.max_retry_after_s
             ):
                 retry, reason = False, f"{reason}, Retry-After {after:g}s over max_retry_after_s"
-            return _Attempt(
-                self._result(target, url, outcome, reason, status), retry, after if retry else None
-            )
+            return _Attempt(self._result(target, url, outcome, reason, status), retry, after if retry else None)
         body = _read_capped(resp, p.max_bytes)
         if body is None:
-            outcome, reason = classify(
-                status, content_type=content_type, size=p.max_bytes + 1, policy=p
-            )
+            outcome, reason = classify(status, content_type=content_type, size=p.max_bytes + 1, policy=p)
             return _Attempt(self._result(target, url, outcome, reason, status))
         digest = hashlib.sha256(body).hexdigest()
         kept = {"etag": etag, "last_modified": last_modified, "body_sha256": digest}
         if digest == target.body_sha256:
             unchanged = "body unchanged (same sha256)"
-            return _Attempt(
-                self._result(target, url, Outcome.NOT_MODIFIED, unchanged, status, **kept)
-            )
+            return _Attempt(self._result(target, url, Outcome.NOT_MODIFIED, unchanged, status, **kept))
         html = _decode(body, resp)
         links = _links(html, url) if self._want_links else ()
-        return _Attempt(
-            self._result(target, url, Outcome.OK, reason, status, html=html, links=links, **kept)
-        )
+        return _Attempt(self._result(target, url, Outcome.OK, reason, status, html=html, links=links, **kept))
 
     def _result(
         self,
@@ -452,9 +430,7 @@ class Fetcher(AbstractContextManager["Fetcher"]):
         if status >= 400:
             return _Robots()
         parser = RobotFileParser()
-        parser.parse(
-            _CRAWL_DELAY.sub(_delay_in_ms, body.decode("utf-8", errors="replace")).splitlines()
-        )
+        parser.parse(_CRAWL_DELAY.sub(_delay_in_ms, body.decode("utf-8", errors="replace")).splitlines())
         return _Robots(parser)
 
     def _gate(self, url: str) -> _HostGate:

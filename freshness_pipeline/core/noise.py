@@ -144,7 +144,7 @@ _LAST_UPDATED = re.compile(
 
 
 def _last_updated(markdown: str, url: str) -> str:
-    """"Last updated: June 3, 2026", "Updated on 2026-06-03", "Last modified 3 days ago"."""
+    """ "Last updated: June 3, 2026", "Updated on 2026-06-03", "Last modified 3 days ago"."""
 
     def line(text: str) -> str | None:
         new = _LAST_UPDATED.sub("", text)
@@ -157,7 +157,7 @@ _RELATIVE_TIME = re.compile(rf"\b{_RELATIVE}\b", re.IGNORECASE)
 
 
 def _relative_time(markdown: str, url: str) -> str:
-    """"3 days ago", "an hour ago", "yesterday", "just now"."""
+    """ "3 days ago", "an hour ago", "yesterday", "just now"."""
     return _map_prose(markdown, lambda line: _RELATIVE_TIME.sub("", line))
 
 
@@ -323,7 +323,8 @@ def normalize(
             markdown = rule.apply(markdown, url)
     if template_blocks:
         markdown = "\n\n".join(
-            b for b in split_blocks(markdown)
+            b
+            for b in split_blocks(markdown)
             if not (_is_template_candidate(b) and block_fingerprint(b) in template_blocks)
         )
     return markdown

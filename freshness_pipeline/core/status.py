@@ -61,9 +61,7 @@ def _is_html(content_type: str) -> bool:
     return content_type.split(";", 1)[0].strip().lower() in _HTML_TYPES
 
 
-def classify(
-    status_code: int, *, content_type: str | None, size: int, policy: FetchPolicy
-) -> tuple[Outcome, str]:
+def classify(status_code: int, *, content_type: str | None, size: int, policy: FetchPolicy) -> tuple[Outcome, str]:
     """Outcome and a short reason for a final (non-redirect) HTTP answer.
 
     The status decides first, so a 404 served as text/plain is GONE, not SKIPPED.

@@ -10,7 +10,7 @@ import base64
 import gzip
 import hashlib
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -74,7 +74,7 @@ def get_encoding(name: str = "cl100k_base") -> tiktoken.Encoding:
     return _build(name)  # one cache entry per name, however the name was passed
 
 
-@lru_cache(maxsize=None)
+@cache
 def _build(name: str) -> tiktoken.Encoding:
     spec = _SPECS.get(name)
     if spec is None:
@@ -82,13 +82,8 @@ def _build(name: str) -> tiktoken.Encoding:
     data = gzip.decompress((_data_dir() / f"{name}.tiktoken.gz").read_bytes())
     if hashlib.sha256(data).hexdigest() != spec.sha256:
         raise ValueError(f"the packaged {name} ranks do not match tiktoken's: refusing to use them")
-    ranks = {
-        base64.b64decode(token): int(rank)
-        for token, rank in (line.split() for line in data.splitlines() if line)
-    }
-    return tiktoken.Encoding(
-        name=name, pat_str=spec.pat_str, mergeable_ranks=ranks, special_tokens=spec.special_tokens
-    )
+    ranks = {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in data.splitlines() if line)}
+    return tiktoken.Encoding(name=name, pat_str=spec.pat_str, mergeable_ranks=ranks, special_tokens=spec.special_tokens)
 
 
 def count_tokens(text: str, name: str = "cl100k_base") -> int:

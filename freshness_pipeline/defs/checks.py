@@ -12,13 +12,13 @@ import warnings
 import dagster as dg
 
 from ..config import CheckPolicy
+from ..core.spike import history_shares, judge, suspects
 from ..pipeline.planning import StagedPlan
 from ..pipeline.reconcile import reconcile
 from ..pipeline.status import source_status
-from .assets import md_table, diff_plan, fetched_pages, vector_index
+from .assets import diff_plan, fetched_pages, md_table, vector_index
 from .partitions import sources_partitions
 from .resources import FreshnessResource
-from ..core.spike import history_shares, judge, suspects
 
 ALLOW_SPIKE_TAG = "freshness/allow-spike"
 SUSPECT_SAMPLE = 300  # changed sections compared word by word for the suspects
@@ -26,7 +26,9 @@ LIST_MAX = 50  # rows of a list in check metadata
 
 # Per-partition checks (one result per source in the UI) are a preview feature in Dagster
 # 1.13; the warning would be printed on every load of the code location.
-warnings.filterwarnings("ignore", message="Specifying a partitions_def on an AssetCheckSpec", category=dg.PreviewWarning)
+warnings.filterwarnings(
+    "ignore", message="Specifying a partitions_def on an AssetCheckSpec", category=dg.PreviewWarning
+)
 
 
 def _policy(freshness: FreshnessResource, source: str) -> CheckPolicy:
@@ -84,7 +86,8 @@ def change_spike(
     }
     if diff_plan.reindex_reason:
         return dg.AssetCheckResult(
-            passed=True, metadata=metadata,
+            passed=True,
+            metadata=metadata,
             description=f"version re-index ({diff_plan.reindex_reason}): rewriting everything is expected",
         )
     if not verdict.spike:
@@ -133,7 +136,9 @@ def reconcile_clean(context: dg.AssetCheckExecutionContext, freshness: Freshness
     return dg.AssetCheckResult(
         passed=report.clean,
         severity=dg.AssetCheckSeverity.ERROR,
-        description=None if report.clean else (
+        description=None
+        if report.clean
+        else (
             f"{report.namespace} drifted from the manifest; `freshness reconcile --fix` restores it "
             "from the manifest and the embedding cache"
         ),

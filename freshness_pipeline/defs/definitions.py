@@ -25,7 +25,11 @@ defs = dg.Definitions(
     resources={
         "freshness": FreshnessResource(
             # An EnvVar must be set when the run starts: bound only for the keys that are.
-            **{f: dg.EnvVar(var) for f, var in (("openai_api_key", "OPENAI_API_KEY"), ("pinecone_api_key", "PINECONE_API_KEY")) if os.environ.get(var)}
+            **{
+                f: dg.EnvVar(var)
+                for f, var in (("openai_api_key", "OPENAI_API_KEY"), ("pinecone_api_key", "PINECONE_API_KEY"))
+                if os.environ.get(var)
+            }
         ),
         # Outputs under the running instance's storage dir: $DAGSTER_HOME/storage.
         "io_manager": dg.FilesystemIOManager(),

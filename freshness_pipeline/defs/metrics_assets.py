@@ -12,7 +12,16 @@ from ..pipeline.planning import StagedPlan
 from .partitions import sources_partitions
 from .resources import FreshnessResource
 
-HISTORY_COLUMNS = ["measured_at", "score", "stale_share", "age_median_s", "lag_p90_s", "stale_retrieval_rate", "hit_at_5", "mrr"]
+HISTORY_COLUMNS = [
+    "measured_at",
+    "score",
+    "stale_share",
+    "age_median_s",
+    "lag_p90_s",
+    "stale_retrieval_rate",
+    "hit_at_5",
+    "mrr",
+]
 
 
 def history_table(frame: pd.DataFrame) -> pd.DataFrame:

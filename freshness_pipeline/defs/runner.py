@@ -35,9 +35,7 @@ def run_refresh(
         run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
     )
     out: dict[str, Any] = {"run_id": result.run_id}
-    blocked = [
-        e for e in result.get_asset_check_evaluations() if e.blocking and not e.passed
-    ]
+    blocked = [e for e in result.get_asset_check_evaluations() if e.blocking and not e.passed]
     if blocked:
         message = "; ".join(f"{e.check_name}: {e.description or 'failed'}" for e in blocked)
         return {**out, "status": "blocked", "message": message}

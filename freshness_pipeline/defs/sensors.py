@@ -19,10 +19,10 @@ from dagster._core.definitions.events import AssetKeyPartitionKey
 
 from ..adapters.state.store import StateStore
 from ..config import ConfigError, Settings, state_url
+from ..core.cadence import due
 from ..core.tiers import TIERS
 from ..pipeline.context import versions_for
 from .assets import TIER_TAG, fetched_pages, refresh_job, refresh_selection
-from ..core.cadence import due
 from .partitions import sources_partitions
 from .resources import FreshnessResource
 
@@ -146,7 +146,8 @@ def version_bump_sensor(
         return dg.SkipReason(str(exc))
     requested: dict[str, str] = json.loads(context.cursor or "{}")
     drift = {
-        s: d for s, d in _version_drift(settings).items()
+        s: d
+        for s, d in _version_drift(settings).items()
         if context.instance.has_dynamic_partition(sources_partitions.name, s)
     }
     todo = {s: d for s, d in drift.items() if requested.get(s) != d}

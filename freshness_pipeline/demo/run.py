@@ -26,8 +26,8 @@ def _noise(version: int):
 
 
 def run_demo(home: Path, *, embedder: str = "local") -> int:
-    from ..defs.runner import run_refresh
     from ..config import load_settings
+    from ..defs.runner import run_refresh
     from ..pipeline.search import search
 
     if home.exists():

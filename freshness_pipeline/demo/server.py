@@ -46,7 +46,9 @@ class DocsSite:
         paths = {rel: page_path(rel) for rel in docs}
         nav = {paths[rel]: title_of(text, rel) for rel, text in sorted(docs.items())}
         pages = {
-            paths[rel]: render(text, title=title_of(text, rel), nav=nav, **(noise(paths[rel]) if noise else {})).encode()
+            paths[rel]: render(
+                text, title=title_of(text, rel), nav=nav, **(noise(paths[rel]) if noise else {})
+            ).encode()
             for rel, text in docs.items()
         }
         with self._lock:

@@ -41,11 +41,14 @@ class Versions:
 def versions_for(settings: Settings, source: Source) -> Versions:
     """The versions a refresh would build with now, without loading any model."""
     cfg = settings.embedder
-    model = cfg.model or {
-        "local": "all-MiniLM-L6-v2",
-        "openai": "text-embedding-3-small",
-        "hashing": f"hashing-v1-{cfg.dimensions or DEFAULT_DIMS['hashing']}",
-    }[cfg.provider]
+    model = (
+        cfg.model
+        or {
+            "local": "all-MiniLM-L6-v2",
+            "openai": "text-embedding-3-small",
+            "hashing": f"hashing-v1-{cfg.dimensions or DEFAULT_DIMS['hashing']}",
+        }[cfg.provider]
+    )
     dims = cfg.dimensions or DEFAULT_DIMS.get(cfg.provider) or 1536
     chunk = source.chunking
     # The source's own rule settings are part of its normalizer: turning a rule off must

@@ -12,7 +12,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from ..adapters.fetch import DiscoveryError, Fetcher, Target
 from ..adapters.state.store import PageRow, SourceState
@@ -80,9 +80,7 @@ def crawl(ctx: SourceContext, *, tier: str | None = None) -> CrawlReport:
         for res in results:
             _apply(ctx, report, known, rows, res, extracted.get(res.url), found, fetch_urls, now)
         for row in rows.values():
-            row.tier = tier_for(
-                row.url, src.tiers, change_times=row.change_times, first_seen=row.first_seen, now=now
-            )
+            row.tier = tier_for(row.url, src.tiers, change_times=row.change_times, first_seen=row.first_seen, now=now)
         store.save_pages(rows.values())  # rows loaded without their text keep it
         _learn_templates(ctx, changed=report.changed_pages + report.new_pages > 0)
     report.crawled = len(results)
@@ -126,8 +124,7 @@ def _targets(
         if row.state == "live" and row.url not in targets:
             targets[row.url] = _target(row.url, row.fetch_url, row)
     chosen = [
-        t for t in targets.values()
-        if tier is None or _in_tier(t.url, known.get(t.url), tier, lastmod.get(t.url), ctx)
+        t for t in targets.values() if tier is None or _in_tier(t.url, known.get(t.url), tier, lastmod.get(t.url), ctx)
     ]
     return chosen, _Found(listed, lastmod)
 
@@ -149,7 +146,7 @@ def lastmod_is_newer(lastmod: str | None, last_fetched: float | None) -> bool:
     except ValueError:
         return False
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
+        when = when.replace(tzinfo=UTC)
     return last_fetched is None or when.timestamp() > last_fetched
 
 
@@ -176,8 +173,10 @@ def _apply(
     now: float,
 ) -> None:
     src = ctx.source
-    row = rows.get(res.url) or known.get(res.url) or PageRow(
-        source=src.name, url=res.url, fetch_url=fetch_urls.get(res.url, res.url), first_seen=now
+    row = (
+        rows.get(res.url)
+        or known.get(res.url)
+        or PageRow(source=src.name, url=res.url, fetch_url=fetch_urls.get(res.url, res.url), first_seen=now)
     )
     row = replace(row, outcome=res.outcome.value, status_code=res.status_code, reason=res.reason or None)
     row.last_fetched = now
@@ -246,9 +245,7 @@ def _apply(
         row.change_times = [*row.change_times, now][-KEEP_CHANGE_TIMES:]
     row.state, row.moved_to, row.flag = "live", None, None
     row.etag = res.etag or (row.etag if res.outcome is Outcome.NOT_MODIFIED else None)
-    row.last_modified = res.last_modified or (
-        row.last_modified if res.outcome is Outcome.NOT_MODIFIED else None
-    )
+    row.last_modified = res.last_modified or (row.last_modified if res.outcome is Outcome.NOT_MODIFIED else None)
     row.body_sha256 = res.body_sha256 or row.body_sha256
     row.markdown, row.text_hash = markdown, text_hash
     row.title, row.page_date = title, date
@@ -268,9 +265,17 @@ def _move(
     if row.state == "live" and row.text_hash is not None:
         report.moves[row.url] = final
     carried = row.text_hash if row.state == "live" else None  # a pure move is no new text
-    new = replace(target) if target else PageRow(
-        source=ctx.source.name, url=final, fetch_url=final, first_seen=now, text_hash=carried,
-        change_times=list(row.change_times),
+    new = (
+        replace(target)
+        if target
+        else PageRow(
+            source=ctx.source.name,
+            url=final,
+            fetch_url=final,
+            first_seen=now,
+            text_hash=carried,
+            change_times=list(row.change_times),
+        )
     )
     row.state, row.moved_to = "moved", final
     new.last_fetched, new.outcome, new.status_code = now, res.outcome.value, res.status_code

@@ -124,7 +124,9 @@ def stale_ids(ctx: SourceContext, hits: list[Hit], *, manifest_is_index: bool = 
             continue
         md = ctx.store.page_markdown(ctx.name, [url]).get(url, "")
         chunk = ctx.source.chunking
-        _, sections = segment_one(SegmentJob(url, md, page.page_date, frozenset(blocks), chunk.token_budget, chunk.encoding))
+        _, sections = segment_one(
+            SegmentJob(url, md, page.page_date, frozenset(blocks), chunk.token_budget, chunk.encoding)
+        )
         live = {s.id: s.content_hash for s in sections} if isinstance(sections, list) else {}
         stale.update(h.id for h in page_hits if live.get(h.id) != h.metadata.get("content_hash"))
     return stale

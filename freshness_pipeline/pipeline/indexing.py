@@ -104,7 +104,9 @@ def apply_plan(ctx: SourceContext, staged: StagedPlan, *, run_id: str | None = N
         now = time.time()
         batch = ctx.settings.vector_store.upsert_batch
         for i in range(0, len(upserts), batch):
-            ctx.vectors.upsert(ns, [_record(s, vecs[s.content_hash], src.name, target, now) for s in upserts[i : i + batch]])
+            ctx.vectors.upsert(
+                ns, [_record(s, vecs[s.content_hash], src.name, target, now) for s in upserts[i : i + batch]]
+            )
             _crash_point("upsert")
         if deletes:
             ctx.vectors.delete(ns, deletes)
@@ -122,11 +124,11 @@ def apply_plan(ctx: SourceContext, staged: StagedPlan, *, run_id: str | None = N
             embed_model=v.model,
             embed_dims=v.dims,
             active_version=target,
-            retired_namespaces=sorted({*state.retired_namespaces, active_ns} if reindex else set(state.retired_namespaces)),
+            retired_namespaces=sorted(
+                {*state.retired_namespaces, active_ns} if reindex else set(state.retired_namespaces)
+            ),
         )
-        counts = _counts(
-            staged, plan, embedded=embedded, deleted=len(deletes), orphans=removed, reindex=reindex
-        )
+        counts = _counts(staged, plan, embedded=embedded, deleted=len(deletes), orphans=removed, reindex=reindex)
         counts["restored"] = restored
         counts.update(golden)
         events = _events(staged, staged.plan)  # what changed, not what a re-index rewrote
@@ -343,9 +345,9 @@ def _counts(
         "sections_moved": len(plan.moved),
         "sections_removed": len(plan.removed),
         "sections_fuzzy_unchanged": len(staged.plan.fuzzy),
-        "sections_indexed": upserts if reindex else staged.indexed_before
-        - len(set(plan.deletes))
-        + len({s.id for s in plan.upserts} - staged.previous_ids),
+        "sections_indexed": upserts
+        if reindex
+        else staged.indexed_before - len(set(plan.deletes)) + len({s.id for s in plan.upserts} - staged.previous_ids),
     }
 
 

@@ -42,7 +42,11 @@ class FreshnessReport:
             return "-" if s is None else f"{s / 3600:.1f}h"
 
         srr = "-" if self.stale_retrieval_rate is None else f"{self.stale_retrieval_rate:.0%}"
-        hits = "" if self.hit_at_5 is None else f" hit@1: {self.hit_at_1:.2f} hit@5: {self.hit_at_5:.2f} mrr: {self.mrr:.2f}"
+        hits = (
+            ""
+            if self.hit_at_5 is None
+            else f" hit@1: {self.hit_at_1:.2f} hit@5: {self.hit_at_5:.2f} mrr: {self.mrr:.2f}"
+        )
         return (
             f"freshness: {self.score:.3f}{' ALERT' if self.alert else ''} stale: {self.stale_share:.1%} "
             f"age p50/p90: {h(self.age_median_s)}/{h(self.age_p90_s)} lag p50/p90: {h(self.lag_median_s)}/"
@@ -81,7 +85,12 @@ def measure(
     srr = golden.stale_retrieval_rate if golden else None
     checks = ctx.source.checks
     score = freshness_score(
-        stale_share, srr, lag_p90, age_p50, lag_target_s=checks.lag_target_h * 3600, age_target_s=checks.age_target_d * _DAY
+        stale_share,
+        srr,
+        lag_p90,
+        age_p50,
+        lag_target_s=checks.lag_target_h * 3600,
+        age_target_s=checks.age_target_d * _DAY,
     )
     report = FreshnessReport(
         source=ctx.name,

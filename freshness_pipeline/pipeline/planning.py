@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 from ..core.models import Plan
 from ..core.plan import plan_refresh
-from .sections import SectionSet
 from .context import SourceContext
+from .sections import SectionSet
 
 
 @dataclass(slots=True)

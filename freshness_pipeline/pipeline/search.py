@@ -56,7 +56,9 @@ def search(
                 continue
             if (state.embed_model, state.embed_dims) != (embedder.model, embedder.dimensions):
                 # A re-index to another model is under way: the active index still holds the old one.
-                hits = ctx.vectors.query(namespace(s.name, state.active_version), _old_model_vector(settings, state, query), k)
+                hits = ctx.vectors.query(
+                    namespace(s.name, state.active_version), _old_model_vector(settings, state, query), k
+                )
             else:
                 hits = ctx.vectors.query(namespace(s.name, state.active_version), vector, k)
             pages = ctx.store.page_markdown(s.name, {h.metadata["url"] for h in hits})
@@ -65,9 +67,7 @@ def search(
                 text = m.get("text", "")
                 at = pages.get(m["url"], "").find(text) if text else -1
                 span = (at, at + len(text)) if at >= 0 else (None, None)
-                results.append(
-                    Result(s.name, h.id, m["key"], m["url"], m["heading_path"], h.score, text, *span)
-                )
+                results.append(Result(s.name, h.id, m["key"], m["url"], m["heading_path"], h.score, text, *span))
         finally:
             ctx.close()
     top = sorted(results, key=lambda r: -r.score)[:k]

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 from ..adapters.state.metrics_store import MetricsStore
 from ..core.models import Section
-from .crawl import CrawlReport
 from .context import SourceContext, page_signature, template_hash
+from .crawl import CrawlReport
 from .workers import SegmentJob, parallel_map, segment_one
 
 

@@ -25,11 +25,7 @@ def source_status(settings: Settings, name: str, *, recent_runs: int = 10) -> di
         since = time.time() - FLAPPING_WINDOW_S
         week_runs = sum(1 for r in ctx.store.runs(name, limit=1000) if r["started_at"] >= since)
         reembeds = Counter(ctx.store.reembed_counts(name, since))
-        flapping = [
-            (url, n)
-            for url, n in reembeds.most_common(10)
-            if n >= FLAPPING_MIN_RUNS and n * 2 > week_runs
-        ]
+        flapping = [(url, n) for url, n in reembeds.most_common(10) if n >= FLAPPING_MIN_RUNS and n * 2 > week_runs]
         return {
             "source": name,
             "pages_live": sum(1 for p in pages if p.state == "live"),

@@ -65,9 +65,7 @@ def segment_one(job: SegmentJob) -> tuple[str, list[Section] | str]:
     try:
         # Rules already ran at extraction; here only the source's template blocks go.
         md = normalize(job.markdown, url=job.url, disabled=RULES.keys(), template_blocks=job.template_blocks)
-        return job.url, segment(
-            job.url, md, page_date=job.page_date, budget=job.budget, encoding=job.encoding
-        )
+        return job.url, segment(job.url, md, page_date=job.page_date, budget=job.budget, encoding=job.encoding)
     except Exception as exc:
         return job.url, f"segmentation failed: {exc!r}"[:500]
 

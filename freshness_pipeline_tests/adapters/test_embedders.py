@@ -110,9 +110,7 @@ def test_openai_batches_by_tokens(standin: OpenAIStandIn) -> None:
 def test_openai_stays_under_the_service_token_cap(standin: OpenAIStandIn) -> None:
     texts = [f"{i} " + "hello " * 7_900 for i in range(40)]  # ~316k tokens in all
     with pytest.raises(openai.BadRequestError, match="max 300000 tokens per request"):
-        openai.OpenAI(api_key=KEY, base_url=standin.base_url).embeddings.create(
-            model=MODEL, input=texts
-        )
+        openai.OpenAI(api_key=KEY, base_url=standin.base_url).embeddings.create(model=MODEL, input=texts)
     _embedder(standin).embed(texts)
     assert len(standin.batches) == 2 and max(t for _, t in standin.batches) <= 300_000
 
@@ -146,9 +144,7 @@ def test_openai_standin_enforces_input_limits(standin: OpenAIStandIn) -> None:
     with pytest.raises(openai.BadRequestError, match="dimensions"):
         client.embeddings.create(model="text-embedding-ada-002", input=["x"], dimensions=8)
     with pytest.raises(openai.AuthenticationError):
-        openai.OpenAI(api_key="wrong", base_url=standin.base_url).embeddings.create(
-            model=MODEL, input=["x"]
-        )
+        openai.OpenAI(api_key="wrong", base_url=standin.base_url).embeddings.create(model=MODEL, input=["x"])
     floats = client.embeddings.create(model=MODEL, input=["x"], encoding_format="float")
     assert np.allclose(floats.data[0].embedding, OpenAIStandIn.vector(MODEL, "x"), atol=1e-6)
 

@@ -25,10 +25,7 @@ def policy(**fetch: Any) -> FetchPolicy:
 
 @pytest.fixture
 def site() -> Iterator[SiteServer]:
-    pages = {
-        f"/docs/{name}": Page(f"<html><title>{name}</title><p>{name} body</p></html>")
-        for name in "abc"
-    }
+    pages = {f"/docs/{name}": Page(f"<html><title>{name}</title><p>{name} body</p></html>") for name in "abc"}
     with SiteServer(pages) as server:
         yield server
 
@@ -41,9 +38,7 @@ def target(site: SiteServer, path: str, **validators: Any) -> Target:
     return Target(normalize_url(site.url(path)), site.url(path), **validators)
 
 
-def fetch_one(
-    site: SiteServer, path: str, *, validators: dict[str, Any] | None = None, **fetch: Any
-) -> FetchResult:
+def fetch_one(site: SiteServer, path: str, *, validators: dict[str, Any] | None = None, **fetch: Any) -> FetchResult:
     with fetcher(site, **fetch) as f:
         [result] = f.fetch([target(site, path, **(validators or {}))])
     return result
@@ -134,9 +129,7 @@ def test_connection_refused_is_an_error() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed once the block ends: nothing listens there
     url = f"http://127.0.0.1:{port}/docs/a"
-    with Fetcher(
-        Source(name="t", sitemap=url, fetch=policy(max_retries=0, obey_robots=False))
-    ) as f:
+    with Fetcher(Source(name="t", sitemap=url, fetch=policy(max_retries=0, obey_robots=False))) as f:
         [r] = f.fetch([Target(url, url)])
     assert r.outcome is Outcome.ERROR and "connection" in r.reason
 
@@ -174,9 +167,7 @@ def test_redirect_chain_over_the_limit_is_an_error(site: SiteServer) -> None:
 
 def test_etag_answered_with_304(site: SiteServer) -> None:
     first = fetch_one(site, "/docs/a")
-    r = fetch_one(
-        site, "/docs/a", validators={"etag": first.etag, "body_sha256": first.body_sha256}
-    )
+    r = fetch_one(site, "/docs/a", validators={"etag": first.etag, "body_sha256": first.body_sha256})
     assert (r.outcome, r.status_code) == (Outcome.NOT_MODIFIED, 304)
     assert r.etag == first.etag and r.body_sha256 == first.body_sha256 and r.html is None
     assert site.requests[-1][2]["if-none-match"] == first.etag
@@ -197,9 +188,7 @@ def test_random_etags_fall_back_to_the_body_hash(site: SiteServer) -> None:
     first = fetch_one(site, "/docs/a")
     again = {"etag": first.etag, "body_sha256": first.body_sha256}
     r = fetch_one(site, "/docs/a", validators=again)
-    assert (
-        r.outcome is Outcome.NOT_MODIFIED and r.status_code == 200 and "body unchanged" in r.reason
-    )
+    assert r.outcome is Outcome.NOT_MODIFIED and r.status_code == 200 and "body unchanged" in r.reason
     assert r.etag != first.etag  # the new validator is kept for next time
     site.pages["/docs/a"] = Page("<p>a, edited</p>")
     assert fetch_one(site, "/docs/a", validators=again).outcome is Outcome.OK
@@ -279,11 +268,7 @@ def test_gzipped_sitemap_index_discovery() -> None:
         found = f.discover()
         assert sorted(found.urls) == sorted(site.url(f"/docs/p{i}") for i in range(5))
         assert found.lastmod[normalize_url(site.url("/docs/p3"))] == "2024-01-04"
-        assert (
-            site.paths_requested("/sitemap-0.xml.gz")
-            == site.paths_requested("/sitemap-1.xml.gz")
-            == 1
-        )
+        assert site.paths_requested("/sitemap-0.xml.gz") == site.paths_requested("/sitemap-1.xml.gz") == 1
 
 
 def test_sitemap_from_robots_when_only_start_urls(site: SiteServer) -> None:
@@ -309,9 +294,7 @@ def _link_site() -> SiteServer:
 
     return SiteServer(
         {
-            "/docs/": page(
-                "intro", "guide/", "/blog/post", "private/p", "http://other.invalid/docs/x", "#top"
-            ),
+            "/docs/": page("intro", "guide/", "/blog/post", "private/p", "http://other.invalid/docs/x", "#top"),
             "/docs/intro": page("/docs/", "guide/deep?utm_source=x#frag"),
             "/docs/guide/": page("deep", "../api"),
             "/docs/guide/deep": page("deeper"),
@@ -363,9 +346,7 @@ def test_link_discovery_include_exclude_depth_and_max_pages() -> None:
 
 
 def test_links_are_absolute_and_only_with_discovery(site: SiteServer) -> None:
-    site.pages["/docs/a"] = Page(
-        '<a href="b#x">b</a> <A HREF=\'/docs/c?q=1\'>c</A> <a href="mailto:x@y">m</a>'
-    )
+    site.pages["/docs/a"] = Page('<a href="b#x">b</a> <A HREF=\'/docs/c?q=1\'>c</A> <a href="mailto:x@y">m</a>')
     src = Source(name="t", start_urls=[site.url("/docs/a")], fetch=policy())
     with Fetcher(src) as f:
         [r] = f.fetch([target(site, "/docs/a")])

@@ -78,7 +78,7 @@ def test_upsert_overwrites_by_id_and_last_write_wins(store: LanceDBStore) -> Non
 
 
 def test_delete_quotes_ids_and_ignores_unknown(store: LanceDBStore) -> None:
-    odd = VectorRecord("it's a \"quoted\" id", [1.0] * 16, {"content_hash": "q"})
+    odd = VectorRecord('it\'s a "quoted" id', [1.0] * 16, {"content_hash": "q"})
     store.upsert("docs", [*_records(3), odd])
 
     store.delete("docs", [odd.id, "no-such-id", "x') OR ('1'='1"])

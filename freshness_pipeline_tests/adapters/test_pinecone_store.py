@@ -99,9 +99,7 @@ def test_upserts_are_batched_by_bytes(standin: PineconeStandIn) -> None:
     assert standin.count("docs") == 300
 
 
-def test_oversized_metadata_text_is_truncated_and_flagged(
-    store: PineconeStore, standin: PineconeStandIn
-) -> None:
+def test_oversized_metadata_text_is_truncated_and_flagged(store: PineconeStore, standin: PineconeStandIn) -> None:
     text = 'naïve "quoted" line\n' * 5_000  # ~100 KB, with JSON escapes and multi-byte chars
     record = _records(1, text=text)[0]
     store.upsert("docs", [record])
@@ -114,9 +112,7 @@ def test_oversized_metadata_text_is_truncated_and_flagged(
     assert _records(1)[0].metadata.get("text_truncated") is None
 
 
-def test_retries_through_429_and_5xx(
-    store: PineconeStore, standin: PineconeStandIn, sdk_sleeps: list[float]
-) -> None:
+def test_retries_through_429_and_5xx(store: PineconeStore, standin: PineconeStandIn, sdk_sleeps: list[float]) -> None:
     # More failures in a row than the SDK retries on its own: our backoff takes over.
     standin.faults.extend([("vectors/upsert", 429)] * 2 + [("vectors/upsert", 503)] * 5)
     standin.faults.extend([("vectors/list", 500), ("vectors/fetch", 502), ("query", 429)])
@@ -162,9 +158,7 @@ def test_list_hashes_follows_pagination(store: PineconeStore, standin: PineconeS
     assert len(list(store.records("other"))) == 5
 
 
-def test_delete_batches_and_tolerates_missing(
-    store: PineconeStore, standin: PineconeStandIn
-) -> None:
+def test_delete_batches_and_tolerates_missing(store: PineconeStore, standin: PineconeStandIn) -> None:
     records = _records(2_500)
     store.upsert("docs", records)
 
@@ -206,8 +200,7 @@ def test_standin_enforces_the_service_limits(standin: PineconeStandIn) -> None:
     with pytest.raises(Exception, match="maximum is 1000"):
         index.upsert(vectors=[{**vector, "id": f"v{i}"} for i in range(1001)])
     with pytest.raises(PayloadTooLargeError):
-        index.upsert(vectors=[{**vector, "id": f"v{i}", "metadata": {"t": "x" * 30_000}}
-                              for i in range(80)])
+        index.upsert(vectors=[{**vector, "id": f"v{i}", "metadata": {"t": "x" * 30_000}} for i in range(80)])
     with pytest.raises(Exception, match="exceeds the limit"):
         index.upsert(vectors=[{**vector, "metadata": {"t": "x" * 41_000}}])
     with pytest.raises(Exception, match="does not match the dimension"):

@@ -24,8 +24,12 @@ def state(source: str = "docs") -> SourceState:
 
 def commit(store: StateStore, plan: Plan, gen: int, **kw) -> None:
     store.commit(
-        state(plan.source), plan, base_generation=gen, replace_all=kw.get("replace_all", False),
-        signatures=kw.get("signatures", {}), events=kw.get("events", []),
+        state(plan.source),
+        plan,
+        base_generation=gen,
+        replace_all=kw.get("replace_all", False),
+        signatures=kw.get("signatures", {}),
+        events=kw.get("events", []),
         run={"run_id": "r", "started_at": 1.0, "finished_at": 2.0, "counts": {"embedded": 1}},
     )
 
@@ -34,8 +38,13 @@ def test_commit_applies_plan_and_bumps_generation(any_state_url: str) -> None:
     store = StateStore(any_state_url)
     store.save_pages([PageRow("docs", "http://d.test/p", "http://d.test/p/", markdown="# P", text_hash="h")])
     a, b = sec("a", "alpha"), sec("b", "beta")
-    commit(store, Plan("docs", new=[a, b]), 0, signatures={"http://d.test/p": "sig1"},
-           events=[ChangeEvent("http://d.test/p", "new", None, ("a", "b"))])
+    commit(
+        store,
+        Plan("docs", new=[a, b]),
+        0,
+        signatures={"http://d.test/p": "sig1"},
+        events=[ChangeEvent("http://d.test/p", "new", None, ("a", "b"))],
+    )
     got = {s.id: s for s in store.manifest("docs")}
     assert got == {a.id: a, b.id: b}  # simhash round-trips through the signed column
     assert store.source_state("docs").generation == 1

@@ -37,7 +37,10 @@ class ArmedOpenAI(OpenAIStandIn):
 def services(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ArmedOpenAI, PineconeStandIn]]:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("PINECONE_API_KEY", KEY)
-    with ArmedOpenAI(api_key=KEY, retry_after=0.05, hang_s=2.0) as openai, PineconeStandIn(api_key=KEY, hang_s=2.0) as pinecone:
+    with (
+        ArmedOpenAI(api_key=KEY, retry_after=0.05, hang_s=2.0) as openai,
+        PineconeStandIn(api_key=KEY, hang_s=2.0) as pinecone,
+    ):
         yield openai, pinecone
 
 
@@ -67,7 +70,10 @@ def index_equals(capsys: pytest.CaptureFixture[str], sources: Path, site: Site, 
 
 
 def test_openai_and_pinecone_through_faults(
-    dagster_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], services: tuple[ArmedOpenAI, PineconeStandIn]
+    dagster_home: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    services: tuple[ArmedOpenAI, PineconeStandIn],
 ) -> None:
     openai, pinecone = services
     v1 = generate(8, sections_per_page=3, seed=5)
@@ -83,14 +89,36 @@ def test_openai_and_pinecone_through_faults(
 
     with DocsSite() as site:
         sources = tmp_path / "sources.yaml"
-        sources.write_text(yaml.safe_dump({
-            "sources": [{"name": "docs", "sitemap": site.sitemap_url}],
-            "embedder": {"provider": "openai", "base_url": openai.base_url, "dimensions": 64, "batch_size": 4, "timeout_s": 0.5},
-            "vector_store": {"provider": "pinecone", "host": pinecone.host, "upsert_batch": 10, "timeout_s": 0.5},
-        }))
+        sources.write_text(
+            yaml.safe_dump(
+                {
+                    "sources": [{"name": "docs", "sitemap": site.sitemap_url}],
+                    "embedder": {
+                        "provider": "openai",
+                        "base_url": openai.base_url,
+                        "dimensions": 64,
+                        "batch_size": 4,
+                        "timeout_s": 0.5,
+                    },
+                    "vector_store": {
+                        "provider": "pinecone",
+                        "host": pinecone.host,
+                        "upsert_batch": 10,
+                        "timeout_s": 0.5,
+                    },
+                }
+            )
+        )
         site.publish(v1.markdown())
         openai.faults.extend([("embeddings", 429), ("embeddings", 500), ("embeddings", "hang")])
-        pinecone.faults.extend([("vectors/upsert", 429), ("vectors/upsert", "partial"), ("vectors/upsert", 503), ("vectors/upsert", "hang")])
+        pinecone.faults.extend(
+            [
+                ("vectors/upsert", 429),
+                ("vectors/upsert", "partial"),
+                ("vectors/upsert", 503),
+                ("vectors/upsert", "hang"),
+            ]
+        )
         first = run(capsys, sources)
         assert first["status"] == "success", first
         assert not openai.faults and not pinecone.faults
@@ -125,17 +153,24 @@ def test_openai_and_pinecone_through_faults(
 
 
 def test_reconcile_finds_and_fixes_drift_in_pinecone(
-    dagster_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], services: tuple[ArmedOpenAI, PineconeStandIn]
+    dagster_home: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    services: tuple[ArmedOpenAI, PineconeStandIn],
 ) -> None:
     openai, pinecone = services
     v1 = generate(4, sections_per_page=3, seed=8)
     with DocsSite() as site:
         sources = tmp_path / "sources.yaml"
-        sources.write_text(yaml.safe_dump({
-            "sources": [{"name": "docs", "sitemap": site.sitemap_url}],
-            "embedder": {"provider": "openai", "base_url": openai.base_url, "dimensions": 32},
-            "vector_store": {"provider": "pinecone", "host": pinecone.host},
-        }))
+        sources.write_text(
+            yaml.safe_dump(
+                {
+                    "sources": [{"name": "docs", "sitemap": site.sitemap_url}],
+                    "embedder": {"provider": "openai", "base_url": openai.base_url, "dimensions": 32},
+                    "vector_store": {"provider": "pinecone", "host": pinecone.host},
+                }
+            )
+        )
         site.publish(v1.markdown())
         assert run(capsys, sources)["status"] == "success"
         paid = openai.inputs_embedded

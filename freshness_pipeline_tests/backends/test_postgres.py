@@ -56,7 +56,9 @@ def texts(site: Site) -> set[str]:
 
 
 def write_sources(path: Path, sitemap: str) -> Path:
-    path.write_text(yaml.safe_dump({"sources": [{"name": "docs", "sitemap": sitemap}], "embedder": {"provider": "hashing"}}))
+    path.write_text(
+        yaml.safe_dump({"sources": [{"name": "docs", "sitemap": sitemap}], "embedder": {"provider": "hashing"}})
+    )
     return path
 
 
@@ -81,7 +83,13 @@ def test_manifest_and_dagster_instance_on_postgres(
     shutil.copy(REPO / "dagster_home" / "dagster.postgres.yaml", home / "dagster.yaml")
     db = make_url(dagster_db)
     monkeypatch.setenv("DAGSTER_HOME", str(home))
-    for var, value in {"USERNAME": db.username, "PASSWORD": db.password or "", "HOST": db.host, "PORT": db.port or 5432, "DB": db.database}.items():
+    for var, value in {
+        "USERNAME": db.username,
+        "PASSWORD": db.password or "",
+        "HOST": db.host,
+        "PORT": db.port or 5432,
+        "DB": db.database,
+    }.items():
         monkeypatch.setenv(f"DAGSTER_PG_{var}", str(value))
 
     v1 = generate(6, sections_per_page=3, seed=21)

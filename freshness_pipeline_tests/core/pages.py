@@ -19,9 +19,7 @@ words = st.lists(st.sampled_from(VOCAB), min_size=3, max_size=18).map(" ".join)
 sentences = words.map(lambda w: w[0].upper() + w[1:] + ".")
 paragraphs = st.lists(sentences, min_size=1, max_size=5).map(" ".join)
 # A small pool, so that pages sometimes repeat a heading.
-heading_names = st.lists(st.sampled_from(VOCAB[8:40]), min_size=1, max_size=2).map(
-    lambda ws: " ".join(ws).title()
-)
+heading_names = st.lists(st.sampled_from(VOCAB[8:40]), min_size=1, max_size=2).map(lambda ws: " ".join(ws).title())
 
 
 @dataclass(frozen=True)

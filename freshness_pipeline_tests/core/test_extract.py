@@ -104,5 +104,5 @@ def test_multiline_inline_code_becomes_a_closed_code_block() -> None:
         'name="user"</code>. Then more text.</p><p>Last paragraph.</p></main></body></html>'
     )
     md = extract(html, URL).markdown
-    assert "Send the header:\n```\nContent-Disposition: form-data;\nname=\"user\"\n```\n" in md
+    assert 'Send the header:\n```\nContent-Disposition: form-data;\nname="user"\n```\n' in md
     assert md.endswith("Last paragraph.")

@@ -102,10 +102,7 @@ def test_relative_links() -> None:
 
 
 def test_whitespace() -> None:
-    md = (
-        "\r\n\n# Title  \r\n\n\n\nSome\u00a0  text\t here.   \n  - nested  item\n\n\n"
-        "```\ncode    stays  \n\n\n```\n\n"
-    )
+    md = "\r\n\n# Title  \r\n\n\n\nSome\u00a0  text\t here.   \n  - nested  item\n\n\n```\ncode    stays  \n\n\n```\n\n"
     assert rule("whitespace", md) == "# Title\n\nSome text here.\n  - nested item\n\n```\ncode    stays\n\n\n```"
     assert rule("whitespace", "zero\u200bwidth") == "zerowidth"
 

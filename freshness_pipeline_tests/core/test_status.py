@@ -31,18 +31,14 @@ REAL_TEXT = "Install the client, then configure the index and run a first refres
         (599, HTML, 0, Outcome.ERROR, "HTTP 599"),
     ],
 )
-def test_classify(
-    status: int, content_type: str | None, size: int, outcome: Outcome, reason_has: str
-) -> None:
+def test_classify(status: int, content_type: str | None, size: int, outcome: Outcome, reason_has: str) -> None:
     got, reason = classify(status, content_type=content_type, size=size, policy=POLICY)
     assert got is outcome
     assert reason_has in reason
 
 
 def test_status_decides_before_content_type() -> None:
-    assert (
-        classify(404, content_type="application/pdf", size=10**9, policy=POLICY)[0] is Outcome.GONE
-    )
+    assert classify(404, content_type="application/pdf", size=10**9, policy=POLICY)[0] is Outcome.GONE
 
 
 @pytest.mark.parametrize(

@@ -36,8 +36,20 @@ TIPS = (
     "code blocks have a copy button in their top right corner.",
     "the changelog lists every release with its upgrade notes.",
 )
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
-           "September", "October", "November", "December")
+_MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 
 
 def corpora_root() -> Path:
@@ -55,7 +67,9 @@ def load_revisions(folder: Path) -> list[Revision]:
     meta = json.loads((folder / "revisions.json").read_text())
     revs = [Revision(m["rev"], m["date"], load_folder(folder / f"r{m['rev']}")) for m in meta]
     for rev, m in zip(revs, meta):
-        assert len(rev.docs) == m["pages"], f"{folder.name}/r{rev.number}: {len(rev.docs)} pages, revisions.json says {m['pages']}"
+        assert len(rev.docs) == m["pages"], (
+            f"{folder.name}/r{rev.number}: {len(rev.docs)} pages, revisions.json says {m['pages']}"
+        )
     return revs
 
 
@@ -78,11 +92,13 @@ def build_noise(build: int, dates: Mapping[str, str]) -> Callable[[str], dict[st
     by_path = {page_path(rel): date for rel, date in dates.items()}
 
     def noise(path: str) -> dict[str, str]:
-        updated = rng.choice((
-            f"{_MONTHS[month]} {rng.randrange(1, 29)}, 2026 {rng.randrange(24)}:{rng.randrange(60):02d}",
-            stamp,
-            f"{rng.randrange(2, 30)} days ago",
-        ))
+        updated = rng.choice(
+            (
+                f"{_MONTHS[month]} {rng.randrange(1, 29)}, 2026 {rng.randrange(24)}:{rng.randrange(60):02d}",
+                stamp,
+                f"{rng.randrange(2, 30)} days ago",
+            )
+        )
         return {
             "updated": updated,
             "build": f"with mkdocs 1.6.1 on {stamp} (build #{4000 + build}, {rng.getrandbits(32):08x})",
@@ -91,7 +107,6 @@ def build_noise(build: int, dates: Mapping[str, str]) -> Callable[[str], dict[st
         }
 
     return noise
-
 
 
 def oracle(base_url: str, docs: Mapping[str, str], dates: Mapping[str, str]) -> dict[str, Section]:

@@ -57,8 +57,12 @@ def test_replay_embeds_exactly_what_changed(name: str, corpora: Path, dagster_ho
     before: dict[str, Section] = {}
     indexed_texts: set[str] = set()
     with DocsSite() as site:
-        fr = Freshness(dagster_home / "sources.yaml", site.sitemap_url, name=name,
-                       source_settings={"noise": {"fuzzy_threshold": 0}, "checks": {"spike_min_share": 1.0}})
+        fr = Freshness(
+            dagster_home / "sources.yaml",
+            site.sitemap_url,
+            name=name,
+            source_settings={"noise": {"fuzzy_threshold": 0}, "checks": {"spike_min_share": 1.0}},
+        )
         for rev in revisions:
             step = f"{name} r{rev.number - 1}->r{rev.number}" if rev.number else f"{name} r0"
             build += 1
@@ -69,7 +73,9 @@ def test_replay_embeds_exactly_what_changed(name: str, corpora: Path, dagster_ho
             truth = oracle(site.base_url, rev.docs, dates)
             want = expected_diff(before, truth, indexed_texts)
             got = (counts["upserted"], counts["deleted"], counts["embedded"])
-            assert got == (want.upserted, want.deleted, want.embedded), f"{step}: (upserted, deleted, embedded) {got} != {want}"
+            assert got == (want.upserted, want.deleted, want.embedded), (
+                f"{step}: (upserted, deleted, embedded) {got} != {want}"
+            )
             assert counts["errors"] == counts["flagged"] == 0, f"{step}: {counts}"
             assert_index_is(fr.dump(), truth, step)
             assert fr.status()["sections_indexed"] == len(truth), step
@@ -77,7 +83,9 @@ def test_replay_embeds_exactly_what_changed(name: str, corpora: Path, dagster_ho
             build += 1
             site.publish(rev.docs, noise=build_noise(build, dates))
             quiet = fr.run()
-            assert (quiet["upserted"], quiet["deleted"], quiet["embedded"]) == (0, 0, 0), f"{name} r{rev.number} quiet: {quiet}"
+            assert (quiet["upserted"], quiet["deleted"], quiet["embedded"]) == (0, 0, 0), (
+                f"{name} r{rev.number} quiet: {quiet}"
+            )
             assert_index_is(fr.dump(), truth, f"{name} r{rev.number} quiet")
             print(f"{step}: {want} in {time.time() - started:.1f}s with its quiet replay")
 

@@ -34,11 +34,15 @@ def texts(site: Site) -> set[str]:
 
 
 def write_sources(path: Path, sitemap: str, *, token_budget: int = 400) -> Path:
-    path.write_text(yaml.safe_dump({
-        "sources": [{"name": "docs", "sitemap": sitemap, "chunking": {"token_budget": token_budget}}],
-        "embedder": {"provider": "hashing", "batch_size": 2},
-        "vector_store": {"provider": "lancedb", "upsert_batch": 3},
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "sources": [{"name": "docs", "sitemap": sitemap, "chunking": {"token_budget": token_budget}}],
+                "embedder": {"provider": "hashing", "batch_size": 2},
+                "vector_store": {"provider": "lancedb", "upsert_batch": 3},
+            }
+        )
+    )
     return path
 
 

@@ -22,18 +22,26 @@ from freshness_pipeline_tests.sitegen import generate
 
 
 def write_sources(path: Path, sitemap: str, dims: int) -> Path:
-    path.write_text(yaml.safe_dump({
-        "sources": [{"name": "docs", "sitemap": sitemap}],
-        "embedder": {"provider": "hashing", "dimensions": dims, "batch_size": 4},
-        "vector_store": {"provider": "lancedb", "upsert_batch": 5},
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "sources": [{"name": "docs", "sitemap": sitemap}],
+                "embedder": {"provider": "hashing", "dimensions": dims, "batch_size": 4},
+                "vector_store": {"provider": "lancedb", "upsert_batch": 5},
+            }
+        )
+    )
     return path
 
 
 def cli_json(capsys: pytest.CaptureFixture[str], sources: Path, *args: str) -> list:
     assert main(["--sources", str(sources), *args]) == 0
     out = capsys.readouterr().out
-    return json.loads(out) if out.lstrip().startswith("[") else [json.loads(line) for line in out.splitlines() if line.strip()]
+    return (
+        json.loads(out)
+        if out.lstrip().startswith("[")
+        else [json.loads(line) for line in out.splitlines() if line.strip()]
+    )
 
 
 def test_reindex_killed_midway_keeps_serving_the_old_version(
@@ -50,7 +58,9 @@ def test_reindex_killed_midway_keeps_serving_the_old_version(
         env = {**os.environ, CRASH_ENV: "upsert:2"}
         killed = subprocess.run(
             [sys.executable, "-m", "freshness_pipeline.cli", "--sources", str(sources), "run"],
-            env=env, capture_output=True, timeout=180,
+            env=env,
+            capture_output=True,
+            timeout=180,
         )
         assert killed.returncode == -9, killed.stderr.decode()[-2000:]
         tables = lancedb.connect(str(dagster_home / "vectors")).list_tables().tables

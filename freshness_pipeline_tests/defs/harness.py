@@ -15,10 +15,14 @@ SOURCE = "docs"
 
 
 def write_sources(path: Path, sitemap: str, embedder: str = "hashing", **source: Any) -> Path:
-    path.write_text(yaml.safe_dump({
-        "sources": [{"name": SOURCE, "sitemap": sitemap, **source}],
-        "embedder": {"provider": embedder},
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "sources": [{"name": SOURCE, "sitemap": sitemap, **source}],
+                "embedder": {"provider": embedder},
+            }
+        )
+    )
     return path
 
 

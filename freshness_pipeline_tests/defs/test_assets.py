@@ -30,9 +30,7 @@ def test_materialize_records_what_the_ui_plots(sources: Path, site: DocsSite, in
         resources={"freshness": FreshnessResource()},
     )
     assert result.success
-    meta = {
-        e.asset_key.to_user_string(): e.materialization.metadata for e in result.get_asset_materialization_events()
-    }
+    meta = {e.asset_key.to_user_string(): e.materialization.metadata for e in result.get_asset_materialization_events()}
     assert set(meta) == {"fetched_pages", "section_manifest", "diff_plan", "vector_index"}
     fetched = meta["fetched_pages"]
     assert (fetched["crawled"].value, fetched["pages_warm"].value, fetched["pages_hot"].value) == (5, 5, 0)
@@ -53,15 +51,15 @@ def test_definitions_load_with_checks_pool_and_versions() -> None:
     graph = job.asset_layer.asset_graph
     checks = {(k.asset_key.to_user_string(), k.name) for k in graph.asset_check_keys}
     assert checks >= {
-        ("diff_plan", "stale_share"), ("diff_plan", "change_spike"),
-        ("vector_index", "reconcile_clean"), ("fetched_pages", "flagged_pages"),
+        ("diff_plan", "stale_share"),
+        ("diff_plan", "change_spike"),
+        ("vector_index", "reconcile_clean"),
+        ("fetched_pages", "flagged_pages"),
     }
     (spike,) = [s for c in refresh_checks for s in c.check_specs if s.name == "change_spike"]
     assert spike.blocking
     assert defs.resolve_assets_def("vector_index").op.pool == EMBEDDINGS_POOL
-    versions = {
-        k.to_user_string(): v for a in refresh_assets for k, v in a.code_versions_by_key.items()
-    }
+    versions = {k.to_user_string(): v for a in refresh_assets for k, v in a.code_versions_by_key.items()}
     assert f"normalizer-{NORMALIZER_VERSION}" in versions["section_manifest"]
     assert versions["vector_index"].startswith("index-1+")
     assert {s.name for s in defs.sensors} >= {"sources_partitions_sensor", "tier_cadence_sensor", "version_bump_sensor"}

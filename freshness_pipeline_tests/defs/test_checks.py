@@ -13,9 +13,9 @@ import pytest
 
 from freshness_pipeline.adapters.state.store import StateStore
 from freshness_pipeline.config import load_settings, state_url
+from freshness_pipeline.core.spike import history_shares, judge, suspects
 from freshness_pipeline.defs.checks import ALLOW_SPIKE_TAG
 from freshness_pipeline.defs.runner import run_refresh
-from freshness_pipeline.core.spike import history_shares, judge, suspects
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline.pipeline.context import SourceContext
 from freshness_pipeline_tests.defs.harness import SOURCE, check_result, materialized, refresh
@@ -87,9 +87,7 @@ def test_change_spike_blocks_vector_index_until_the_override(
     assert check_result(allowed, "reconcile_clean").passed
 
 
-def test_stale_share_reconcile_and_flagged_pages(
-    sources: Path, site: DocsSite, instance: dg.DagsterInstance
-) -> None:
+def test_stale_share_reconcile_and_flagged_pages(sources: Path, site: DocsSite, instance: dg.DagsterInstance) -> None:
     docs = generate(10, sections_per_page=3, seed=2)  # 30 sections
     site.publish(docs.markdown())
     assert refresh(instance).success

@@ -13,8 +13,8 @@ import yaml
 from dagster._core.execution.backfill import PartitionBackfill
 
 from freshness_pipeline.config import TierPolicy
-from freshness_pipeline.defs.assets import TIER_TAG
 from freshness_pipeline.core.cadence import HOUR, Due, due
+from freshness_pipeline.defs.assets import TIER_TAG
 from freshness_pipeline.defs.definitions import defs
 from freshness_pipeline.defs.resources import FreshnessResource
 from freshness_pipeline.defs.sensors import (
@@ -37,9 +37,7 @@ def evaluate(sensor: dg.SensorDefinition, instance: dg.DagsterInstance, cursor: 
         return sensor.evaluate_tick(ctx)
 
 
-def test_partitions_follow_the_sources_file(
-    sources: Path, site: DocsSite, instance: dg.DagsterInstance
-) -> None:
+def test_partitions_follow_the_sources_file(sources: Path, site: DocsSite, instance: dg.DagsterInstance) -> None:
     data = yaml.safe_load(sources.read_text())
     data["sources"].append({"name": "api", "sitemap": site.sitemap_url})
     sources.write_text(yaml.safe_dump(data))
@@ -112,8 +110,14 @@ def test_version_bump_requests_a_backfill_and_the_reindex_passes_the_spike_check
 
     # What the sensor daemon does with the request: a backfill over the partitions.
     backfill = PartitionBackfill.from_asset_graph_subset(
-        backfill_id="reindex", dynamic_partitions_store=instance, backfill_timestamp=time.time(),
-        asset_graph_subset=subset, tags=request.tags, title=None, description=None, run_config=None,
+        backfill_id="reindex",
+        dynamic_partitions_store=instance,
+        backfill_timestamp=time.time(),
+        asset_graph_subset=subset,
+        tags=request.tags,
+        title=None,
+        description=None,
+        run_config=None,
     )
     instance.add_backfill(backfill)
     assert instance.get_backfill("reindex").tags[REINDEX_TAG] == request.tags[REINDEX_TAG]

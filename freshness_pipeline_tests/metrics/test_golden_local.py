@@ -30,14 +30,24 @@ GOLDEN = [
     {"query": SHARED_LINK, "expect": "/sharing/"},
 ]
 ON_TOPIC = [
-    "what is the default request timeout?", "can I limit upload bandwidth?", "are my files encrypted?",
-    "how do I report a security vulnerability?", "who can change permissions on a shared folder?",
-    "how do I install skyline sync on linux?", "how are conflicts detected?", "how do I share a folder with someone?",
+    "what is the default request timeout?",
+    "can I limit upload bandwidth?",
+    "are my files encrypted?",
+    "how do I report a security vulnerability?",
+    "who can change permissions on a shared folder?",
+    "how do I install skyline sync on linux?",
+    "how are conflicts detected?",
+    "how do I share a folder with someone?",
 ]
 OFF_TOPIC = [
-    "recipe for chocolate cake", "who won the football world cup in 2014?", "how do I change the oil in my car?",
-    "what is the capital of australia?", "how to train a puppy to sit", "how to grow tomatoes on a balcony",
-    "cheap flights to new york", "what time is sunset in paris today?",
+    "recipe for chocolate cake",
+    "who won the football world cup in 2014?",
+    "how do I change the oil in my car?",
+    "what is the capital of australia?",
+    "how to train a puppy to sit",
+    "how to grow tomatoes on a balcony",
+    "cheap flights to new york",
+    "what time is sunset in paris today?",
 ]
 
 
@@ -51,10 +61,14 @@ def test_golden_set_on_the_local_model(dagster_home: Path, tmp_path: Path, capsy
     (tmp_path / "golden.yaml").write_text(yaml.safe_dump(GOLDEN))
     with DocsSite() as site:
         sources = tmp_path / "sources.yaml"
-        sources.write_text(yaml.safe_dump({
-            "sources": [{"name": "demo", "sitemap": site.sitemap_url, "golden_set": "golden.yaml"}],
-            "embedder": {"provider": "local"},
-        }))
+        sources.write_text(
+            yaml.safe_dump(
+                {
+                    "sources": [{"name": "demo", "sitemap": site.sitemap_url, "golden_set": "golden.yaml"}],
+                    "embedder": {"provider": "local"},
+                }
+            )
+        )
         site.publish(load_folder(SITE / "v1"))
         assert cli_json(capsys, sources, "run")["status"] == "success"
         f = cli_json(capsys, sources, "status")[0]["freshness"]

@@ -37,12 +37,16 @@ def test_three_consecutive_misses_trigger_a_full_reindex(
     state = f"sqlite:///{tmp_path / 'state.db'}"
     with DocsSite() as site, Receiver(free_port()) as rx:
         sources = tmp_path / "sources.yaml"
-        sources.write_text(yaml.safe_dump({
-            "sources": [{"name": "docs", "sitemap": site.sitemap_url, "golden_set": "golden.yaml"}],
-            "embedder": {"provider": "hashing"},
-            "state_url": state,
-            "webhooks": [{"url": rx.url, "secret_env": "HOOK_SECRET", "attempts": 2, "backoff_s": 0.01}],
-        }))
+        sources.write_text(
+            yaml.safe_dump(
+                {
+                    "sources": [{"name": "docs", "sitemap": site.sitemap_url, "golden_set": "golden.yaml"}],
+                    "embedder": {"provider": "hashing"},
+                    "state_url": state,
+                    "webhooks": [{"url": rx.url, "secret_env": "HOOK_SECRET", "attempts": 2, "backoff_s": 0.01}],
+                }
+            )
+        )
         site.publish(load_folder(SITE / "v1"))
         for n in (1, 2, 3):
             assert cli_json(capsys, sources, "run")["status"] == "success"
@@ -59,7 +63,10 @@ def test_three_consecutive_misses_trigger_a_full_reindex(
         assert cli_json(capsys, sources, "run")["status"] == "success"  # the re-index
         store = StateStore(state)
         last = store.runs("docs", limit=1)[0]
-        assert last["reason"].startswith("golden set:") and last["counts"]["upserted"] == last["counts"]["sections_indexed"]
+        assert (
+            last["reason"].startswith("golden set:")
+            and last["counts"]["upserted"] == last["counts"]["sections_indexed"]
+        )
         assert store.source_state("docs").active_version == 2
         status = cli_json(capsys, sources, "status")[0]
         assert status["reindex_requested"] is None  # settled: the re-index landed

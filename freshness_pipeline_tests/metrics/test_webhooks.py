@@ -23,7 +23,14 @@ SECRET = "s3cret-for-tests"
 
 def add_events(store: StateStore, events: list[tuple[str, str]]) -> None:
     rows = [
-        {"source": "docs", "url": url, "kind": kind, "content_hash": None, "section_keys": [f"k-{url}"], "created_at": time.time()}
+        {
+            "source": "docs",
+            "url": url,
+            "kind": kind,
+            "content_hash": None,
+            "section_keys": [f"k-{url}"],
+            "created_at": time.time(),
+        }
         for url, kind in events
     ]
     with store.engine.begin() as conn:
@@ -35,7 +42,9 @@ def test_delivery_survives_a_receiver_outage(tmp_path: Path, monkeypatch: pytest
     store = StateStore(f"sqlite:///{tmp_path / 'state.db'}")
     metrics = MetricsStore(store)
     port = free_port()
-    hook = Webhook(url=f"http://127.0.0.1:{port}/hook", secret_env="HOOK_SECRET", attempts=3, backoff_s=0.01, timeout_s=2)
+    hook = Webhook(
+        url=f"http://127.0.0.1:{port}/hook", secret_env="HOOK_SECRET", attempts=3, backoff_s=0.01, timeout_s=2
+    )
     # Two pages, interleaved: page a is new, changes, then goes; page b is new then changes.
     add_events(store, [("a", "new"), ("b", "new"), ("a", "changed"), ("b", "changed"), ("a", "gone")])
 
@@ -66,7 +75,11 @@ def test_delivery_survives_a_receiver_outage(tmp_path: Path, monkeypatch: pytest
         assert hmac.compare_digest(headers[SIGNATURE_HEADER], expected)
         assert headers[EVENT_HEADER] == str(json.loads(body)["id"])
     assert metrics.cursor(hook.url) | {"updated_at": 0} == {
-        "url": hook.url, "last_event_id": 6, "attempts": 0, "last_error": None, "updated_at": 0
+        "url": hook.url,
+        "last_event_id": 6,
+        "attempts": 0,
+        "last_error": None,
+        "updated_at": 0,
     }
     store.close()
 

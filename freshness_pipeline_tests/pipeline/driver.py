@@ -34,10 +34,14 @@ class Freshness:
         self.source_settings.update(source_settings)
         if embedder is not None:
             self.embedder = embedder
-        self.sources.write_text(yaml.safe_dump({
-            "sources": [{"name": self.name, "sitemap": self.sitemap, **self.source_settings}],
-            "embedder": self.embedder,
-        }))
+        self.sources.write_text(
+            yaml.safe_dump(
+                {
+                    "sources": [{"name": self.name, "sitemap": self.sitemap, **self.source_settings}],
+                    "embedder": self.embedder,
+                }
+            )
+        )
 
     def cli(self, *args: str, expect: int = 0) -> str:
         out = io.StringIO()

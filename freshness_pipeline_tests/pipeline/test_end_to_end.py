@@ -17,10 +17,14 @@ from freshness_pipeline_tests.sitegen import Site, generate, paragraph
 
 
 def write_sources(path: Path, sitemap: str) -> Path:
-    path.write_text(yaml.safe_dump({
-        "sources": [{"name": "docs", "sitemap": sitemap}],
-        "embedder": {"provider": "hashing"},
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "sources": [{"name": "docs", "sitemap": sitemap}],
+                "embedder": {"provider": "hashing"},
+            }
+        )
+    )
     return path
 
 
@@ -93,7 +97,9 @@ def test_search_status_and_resolve(dagster_home: Path, tmp_path: Path, capsys: p
         assert len(hits) == 2 and hits[0]["score"] >= hits[1]["score"]
         top = hits[0]
         assert (top["url"], top["heading_path"], top["text"]) == (
-            f"{site.base_url}/guide/page1", f"Guide Page1 > {heading}", text
+            f"{site.base_url}/guide/page1",
+            f"Guide Page1 > {heading}",
+            text,
         )
         assert top["score"] == pytest.approx(1.0, abs=1e-3)  # the query is the section's text
 

@@ -15,6 +15,7 @@ import yaml
 
 from freshness_pipeline.adapters.state.store import PageRow, StateStore
 from freshness_pipeline.cli import main
+from freshness_pipeline.config import load_settings, state_url
 from freshness_pipeline.demo.render import render
 from freshness_pipeline_tests.sitefixture import Page, SiteServer
 from freshness_pipeline_tests.sitegen import Site, generate, paragraph
@@ -78,7 +79,7 @@ class Pipeline:
         return json.loads(out)
 
     def pages(self) -> dict[str, PageRow]:
-        store = StateStore(f"sqlite:///{self.tmp_path / 'dagster_home' / 'freshness.db'}")
+        store = StateStore(state_url(load_settings(self.sources)))
         try:
             return store.load_pages("docs", with_markdown=False)
         finally:
@@ -120,11 +121,17 @@ def test_a_bad_minute_deletes_nothing_and_gone_pages_go(
         server.faults[g + "1"] = [502, 200]  # a burst, answered on the retry
         server.faults[g + "2"] = [("429", 0.05)] * 10  # rate limited, with Retry-After
         server.faults[g + "3"] = ["hang"] * 4  # past the timeout
-        server.pages[g + "4"] = Page("<html><head><title>Page not found</title></head><body><main><p>Sorry.</p></main></body></html>")
+        server.pages[g + "4"] = Page(
+            "<html><head><title>Page not found</title></head><body><main><p>Sorry.</p></main></body></html>"
+        )
         server.pages[g + "5"] = Page("<html><body><main><p>Loading</p></main></body></html>")  # near-empty
-        server.pages[g + "6"] = Page("<html><head><title>Just a moment...</title></head><body>Checking your browser before accessing. Cloudflare Ray ID: 7d</body></html>")
+        server.pages[g + "6"] = Page(
+            "<html><head><title>Just a moment...</title></head><body>Checking your browser before accessing. Cloudflare Ray ID: 7d</body></html>"
+        )
         server.pages[g + "7"] = Page(b"\x00\xff\xfe<<<<\x89PNG garbage </ht")  # extraction yields nothing
-        server.pages["/guide/new-wall"] = Page("<html><head><title>Captcha</title></head><body><p>Are you a robot?</p></body></html>")
+        server.pages["/guide/new-wall"] = Page(
+            "<html><head><title>Captcha</title></head><body><p>Are you a robot?</p></body></html>"
+        )
         server.pages[g + "8"].status = 404
         server.pages[g + "9"].status = 410
         server.robots = f"User-agent: *\nDisallow: {g}10\n"
@@ -297,7 +304,9 @@ def test_tier_runs_fetch_their_tier_and_pages_whose_lastmod_is_newer(
         assert fetched == {"/guide/hot0", "/guide/hot1", g + "1"}
         assert (hot_run["changed"], hot_run["gone"], hot_run["embedded"]) == (2, 0, 2)
         now = site.expected(server.base_url)
-        assert p.triples() == {t for t in now if t[0] != p.url(g + "0")} | {t for t in expected if t[0] == p.url(g + "0")}
+        assert p.triples() == {t for t in now if t[0] != p.url(g + "0")} | {
+            t for t in expected if t[0] == p.url(g + "0")
+        }
         assert p.pages()[p.url(g + "3")].miss_count == 0  # not in this tier: not missing
 
         full = p.run()

@@ -30,10 +30,19 @@ def docs(section: str) -> dict[str, str]:
 def long_section() -> str:
     """~310 words: the four sentences under test between generated filler."""
     rng = random.Random(11)
-    return " ".join([
-        paragraph(rng, 60), TYPO, paragraph(rng, 60), NUMBER, paragraph(rng, 60), NEGATION,
-        paragraph(rng, 50), IDENTIFIER, paragraph(rng, 40),
-    ])
+    return " ".join(
+        [
+            paragraph(rng, 60),
+            TYPO,
+            paragraph(rng, 60),
+            NUMBER,
+            paragraph(rng, 60),
+            NEGATION,
+            paragraph(rng, 50),
+            IDENTIFIER,
+            paragraph(rng, 40),
+        ]
+    )
 
 
 def fuzzy_log_lines(run_id: str) -> list[str]:

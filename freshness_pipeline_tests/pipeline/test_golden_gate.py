@@ -18,18 +18,24 @@ def test_golden_set_gates_the_switch_to_a_reindexed_version(dagster_home: Path) 
     site_docs = generate(3, sections_per_page=2, seed=21)
     golden = dagster_home / "golden.yaml"
     # Hashing embeddings: a section's own text finds it first.
-    golden.write_text(yaml.safe_dump([
-        {"query": text, "expect": f"/{rel.removesuffix('.md')}/"}
-        for rel, secs in site_docs.pages.items() for _, text in secs[:1]
-    ]))
+    golden.write_text(
+        yaml.safe_dump(
+            [
+                {"query": text, "expect": f"/{rel.removesuffix('.md')}/"}
+                for rel, secs in site_docs.pages.items()
+                for _, text in secs[:1]
+            ]
+        )
+    )
     with DocsSite() as site:
         fr = Freshness(dagster_home / "sources.yaml", site.sitemap_url, source_settings={"golden_set": str(golden)})
         site.publish(site_docs.markdown())
         fr.run()
         before = fr.dump()
 
-        fr.configure(embedder={"provider": "hashing", "dimensions": 128},
-                     checks={"golden_min_hit5": 1.01})  # no version can pass this
+        fr.configure(
+            embedder={"provider": "hashing", "dimensions": 128}, checks={"golden_min_hit5": 1.01}
+        )  # no version can pass this
         out = fr.cli("run", "--json", expect=1)
         failed = json.loads(out.strip().splitlines()[-1])
         assert failed["status"] == "failure"

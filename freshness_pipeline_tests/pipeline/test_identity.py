@@ -62,10 +62,16 @@ def test_renaming_one_heading_reembeds_nothing_else(dagster_home: Path) -> None:
         current = after.pop(f"Guide Page1 > {heading} explained again")
         assert after == before
         found = fr.resolve(old["key"])
-        assert (found["key"], found["redirects"], found["text"]) == (current["key"], [old["key"], renamed["key"]], edited)
+        assert (found["key"], found["redirects"], found["text"]) == (
+            current["key"],
+            [old["key"], renamed["key"]],
+            edited,
+        )
 
 
-def test_a_section_split_under_new_headings_redirects_its_key_once(dagster_home: Path, any_state_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_section_split_under_new_headings_redirects_its_key_once(
+    dagster_home: Path, any_state_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A long section (two chunks) becomes two headed sections holding the same two texts:
     both vectors are reused and the old key redirects to where its first chunk went, once
     (two rows for one key would break the manifest commit on Postgres)."""
@@ -73,7 +79,9 @@ def test_a_section_split_under_new_headings_redirects_its_key_once(dagster_home:
     rng = random.Random(21)
     first, second = paragraph(rng), paragraph(rng)
     with DocsSite() as site:
-        fr = Freshness(dagster_home / "sources.yaml", site.sitemap_url, source_settings={"chunking": {"token_budget": 70}})
+        fr = Freshness(
+            dagster_home / "sources.yaml", site.sitemap_url, source_settings={"chunking": {"token_budget": 70}}
+        )
         site.publish({"guide.md": f"# Guide\n\n## Setup\n\n{first}\n\n{second}\n"})
         fr.run()
         (old_key,) = {r["key"] for r in fr.dump()}
@@ -82,4 +90,8 @@ def test_a_section_split_under_new_headings_redirects_its_key_once(dagster_home:
         c = fr.run()
         assert (c["embedded"], c["upserted"], c["deleted"], c["sections_moved"]) == (0, 2, 2, 2), c
         found = fr.resolve(old_key)
-        assert (found["heading_path"], found["text"], found["redirects"]) == ("Guide > Setup: part one", first, [old_key])
+        assert (found["heading_path"], found["text"], found["redirects"]) == (
+            "Guide > Setup: part one",
+            first,
+            [old_key],
+        )

@@ -103,9 +103,7 @@ class LoopbackStandIn:
     def start(self) -> Self:
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.standin = self
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
         return self
 

@@ -40,9 +40,7 @@ MAX_INPUT_TOKENS = 8191
 MAX_REQUEST_TOKENS = 300_000
 
 
-def _error(
-    status: int, message: str, type_: str = "invalid_request_error", code: str | None = None
-) -> ApiFailure:
+def _error(status: int, message: str, type_: str = "invalid_request_error", code: str | None = None) -> ApiFailure:
     body = {"error": {"message": message, "type": type_, "param": None, "code": code}}
     return ApiFailure(Reply(status, body))
 
@@ -50,9 +48,7 @@ def _error(
 class OpenAIStandIn(LoopbackStandIn):
     """Stand-in OpenAI embeddings API; point the SDK's `base_url` at `.base_url`."""
 
-    def __init__(
-        self, *, api_key: str = "standin-key", retry_after: float = 1.0, hang_s: float = 5.0
-    ) -> None:
+    def __init__(self, *, api_key: str = "standin-key", retry_after: float = 1.0, hang_s: float = 5.0) -> None:
         super().__init__(hang_s=hang_s)
         self.api_key = api_key
         self.retry_after = retry_after
@@ -69,9 +65,7 @@ class OpenAIStandIn(LoopbackStandIn):
         if status == 429:
             body = _error(429, "Rate limit reached", "requests", "rate_limit_exceeded").reply.body
             return Reply(429, body, {"Retry-After": str(self.retry_after)})
-        return _error(
-            status, "The server had an error while processing your request.", "server_error"
-        ).reply
+        return _error(status, "The server had an error while processing your request.", "server_error").reply
 
     def handle(self, request: Request, action: str | None) -> Reply:
         if request.headers.get("authorization") != f"Bearer {self.api_key}":
@@ -118,9 +112,7 @@ class OpenAIStandIn(LoopbackStandIn):
         for index, item in enumerate(inputs):
             vector = self.vector(model, item, dimensions)
             embedding: Any = (
-                base64.b64encode(vector.astype("<f4").tobytes()).decode()
-                if encoding == "base64"
-                else vector.tolist()
+                base64.b64encode(vector.astype("<f4").tobytes()).decode() if encoding == "base64" else vector.tolist()
             )
             data.append({"object": "embedding", "index": index, "embedding": embedding})
         with self.lock:

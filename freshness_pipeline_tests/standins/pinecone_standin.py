@@ -50,15 +50,11 @@ def _invalid(message: str, status: int = 400) -> ApiFailure:
 
 def _metadata_value(key: str, value: Any) -> Any:
     """As stored: numbers become floats (the service keeps every number as a double)."""
-    if isinstance(value, bool | str) or (
-        isinstance(value, list) and all(isinstance(v, str) for v in value)
-    ):
+    if isinstance(value, bool | str) or (isinstance(value, list) and all(isinstance(v, str) for v in value)):
         return value
     if isinstance(value, int | float):
         return float(value)
-    raise _invalid(
-        f"Metadata value for field {key!r} must be a string, number, boolean or list of strings"
-    )
+    raise _invalid(f"Metadata value for field {key!r} must be a string, number, boolean or list of strings")
 
 
 class PineconeStandIn(LoopbackStandIn):
@@ -116,9 +112,7 @@ class PineconeStandIn(LoopbackStandIn):
         body = request.json()
         vectors = body.get("vectors") or []
         if len(vectors) > MAX_UPSERT_VECTORS:
-            raise _invalid(
-                f"Upsert request has {len(vectors)} vectors; the maximum is {MAX_UPSERT_VECTORS}"
-            )
+            raise _invalid(f"Upsert request has {len(vectors)} vectors; the maximum is {MAX_UPSERT_VECTORS}")
         parsed = [self._check_vector(v) for v in vectors]
         target = self.namespaces.setdefault(body.get("namespace", ""), {})
         if action == "partial":
@@ -137,18 +131,14 @@ class PineconeStandIn(LoopbackStandIn):
         if self.dimension is None:
             self.dimension = len(values)
         if len(values) != self.dimension:
-            raise _invalid(
-                f"Vector dimension {len(values)} does not match the dimension of the index "
-                f"{self.dimension}"
-            )
+            raise _invalid(f"Vector dimension {len(values)} does not match the dimension of the index {self.dimension}")
         if not values.any():
             raise _invalid("Dense vectors must contain at least one non-zero value")
         if metadata is not None:
             size = len(json.dumps(metadata, ensure_ascii=False, separators=(",", ":")).encode())
             if size > MAX_METADATA_BYTES:
                 raise _invalid(
-                    f"Metadata size is {size} bytes, which exceeds the limit of "
-                    f"{MAX_METADATA_BYTES} bytes per vector"
+                    f"Metadata size is {size} bytes, which exceeds the limit of {MAX_METADATA_BYTES} bytes per vector"
                 )
             metadata = {key: _metadata_value(key, value) for key, value in metadata.items()}
         return vid, (values, metadata)
@@ -162,10 +152,7 @@ class PineconeStandIn(LoopbackStandIn):
         stored = self.namespaces.get(namespace, {})
         query = np.asarray(body.get("vector") or [], dtype=np.float32)
         if stored and len(query) != self.dimension:
-            raise _invalid(
-                f"Vector dimension {len(query)} does not match the dimension of the index "
-                f"{self.dimension}"
-            )
+            raise _invalid(f"Vector dimension {len(query)} does not match the dimension of the index {self.dimension}")
         matches = []
         if stored:
             ids = list(stored)
@@ -180,9 +167,7 @@ class PineconeStandIn(LoopbackStandIn):
                 if body.get("includeMetadata") and metadata is not None:
                     match["metadata"] = metadata
                 matches.append(match)
-        return Reply(
-            200, {"matches": matches, "namespace": namespace, "usage": {"readUnits": 5}}
-        )
+        return Reply(200, {"matches": matches, "namespace": namespace, "usage": {"readUnits": 5}})
 
     def _fetch(self, request: Request, action: str | None) -> Reply:
         ids = request.query.get("ids", [])
@@ -197,9 +182,7 @@ class PineconeStandIn(LoopbackStandIn):
                 vectors[vid] = {"id": vid, "values": values.tolist()}
                 if metadata is not None:
                     vectors[vid]["metadata"] = metadata
-        return Reply(
-            200, {"vectors": vectors, "namespace": namespace, "usage": {"readUnits": 1}}
-        )
+        return Reply(200, {"vectors": vectors, "namespace": namespace, "usage": {"readUnits": 1}})
 
     def _delete(self, request: Request, action: str | None) -> Reply:
         body = request.json()
@@ -211,9 +194,7 @@ class PineconeStandIn(LoopbackStandIn):
             return Reply(200, {})
         ids = body.get("ids") or []
         if len(ids) > MAX_DELETE_IDS:
-            raise _invalid(
-                f"Delete request has {len(ids)} ids; the maximum is {MAX_DELETE_IDS}"
-            )
+            raise _invalid(f"Delete request has {len(ids)} ids; the maximum is {MAX_DELETE_IDS}")
         stored = self.namespaces[namespace]
         for vid in ids:
             stored.pop(vid, None)

@@ -29,9 +29,7 @@ class _WordHashes(dict[str, int]):
     def __missing__(self, word: str) -> int:
         if len(self) >= _CACHE_LIMIT:
             self.clear()
-        value = self[word] = int.from_bytes(
-            hashlib.blake2b(word.encode(), digest_size=8).digest(), "little"
-        )
+        value = self[word] = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
         return value
 
 
@@ -74,9 +72,7 @@ class HashingEmbedder:
         owners = np.concatenate([rows, rows[1:][same_text]])
         buckets = (features % np.uint64(self.dimensions)).astype(np.int64)
         signs = np.where(features >> np.uint64(63), 1.0, -1.0)
-        flat = np.bincount(
-            owners * self.dimensions + buckets, weights=signs, minlength=n * self.dimensions
-        )
+        flat = np.bincount(owners * self.dimensions + buckets, weights=signs, minlength=n * self.dimensions)
         out = flat.reshape(n, self.dimensions).astype(np.float32)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.where(norms > 0, norms, 1.0)

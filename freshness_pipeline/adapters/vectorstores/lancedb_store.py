@@ -87,20 +87,13 @@ class LanceDBStore:
         latest = list({r.id: r for r in records}.values())  # last write wins within a call
         dim = len(latest[0].vector)
         schema = _schema(dim)
-        table = self._open(namespace) or self._db.create_table(
-            table_name(namespace), schema=schema, exist_ok=True
-        )
+        table = self._open(namespace) or self._db.create_table(table_name(namespace), schema=schema, exist_ok=True)
         have = table.schema.field("vector").type.list_size
         if have != dim:
             raise ValueError(f"namespace {namespace!r} holds {have}-d vectors, got {dim}-d")
         for start in range(0, len(latest), _UPSERT_BATCH):
             batch = _to_arrow(latest[start : start + _UPSERT_BATCH], schema, dim)
-            (
-                table.merge_insert("id")
-                .when_matched_update_all()
-                .when_not_matched_insert_all()
-                .execute(batch)
-            )
+            (table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(batch))
 
     def delete(self, namespace: str, ids: Sequence[str]) -> None:
         table = self._open(namespace)
@@ -139,10 +132,7 @@ class LanceDBStore:
             .to_arrow()
             .to_pylist()
         )
-        return [
-            Hit(id=row["id"], score=1.0 - row.pop("_distance"), metadata=_from_row(row))
-            for row in rows
-        ]
+        return [Hit(id=row["id"], score=1.0 - row.pop("_distance"), metadata=_from_row(row)) for row in rows]
 
     def drop_namespace(self, namespace: str) -> None:
         self._db.drop_table(table_name(namespace), ignore_missing=True)

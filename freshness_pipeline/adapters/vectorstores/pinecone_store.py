@@ -152,9 +152,7 @@ class PineconeStore:
     def _ids(self, namespace: str) -> Iterator[list[str]]:
         token: str | None = None
         while True:
-            page = self._call(
-                self._index.list_paginated, namespace=namespace, pagination_token=token
-            )
+            page = self._call(self._index.list_paginated, namespace=namespace, pagination_token=token)
             ids = [item.id for item in page.vectors if item.id]
             if ids:
                 yield ids
@@ -165,9 +163,7 @@ class PineconeStore:
     def _metadata(self, namespace: str) -> Iterator[tuple[str, dict[str, Any]]]:
         for page in self._ids(namespace):
             for start in range(0, len(page), FETCH_BATCH):
-                fetched = self._call(
-                    self._index.fetch, ids=page[start : start + FETCH_BATCH], namespace=namespace
-                )
+                fetched = self._call(self._index.fetch, ids=page[start : start + FETCH_BATCH], namespace=namespace)
                 for vid, vector in fetched.vectors.items():
                     yield vid, _from_pinecone(vector.metadata)
 
@@ -186,10 +182,7 @@ class PineconeStore:
             namespace=namespace,
             include_metadata=True,
         )
-        return [
-            Hit(id=m.id, score=float(m.score), metadata=_from_pinecone(m.metadata))
-            for m in result.matches
-        ]
+        return [Hit(id=m.id, score=float(m.score), metadata=_from_pinecone(m.metadata)) for m in result.matches]
 
     def drop_namespace(self, namespace: str) -> None:
         with contextlib.suppress(NotFoundError):  # never created, or already dropped
