@@ -27,7 +27,6 @@ def _noise(version: int):
 
 def run_demo(home: Path, *, embedder: str = "local") -> int:
     from ..config import load_settings
-    from ..defs.runner import run_refresh
     from ..pipeline.search import search
 
     if home.exists():
@@ -47,6 +46,8 @@ def run_demo(home: Path, *, embedder: str = "local") -> int:
             )
         )
         os.environ["FRESHNESS_SOURCES"] = str(sources.resolve())
+        from ..defs.runner import run_refresh  # the definitions read the sources file on import
+
         for version in (1, 2):
             site.publish(load_folder(SITE / f"v{version}"), noise=_noise(version))
             c = run_refresh("demo")
