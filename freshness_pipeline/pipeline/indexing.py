@@ -86,7 +86,15 @@ def apply_plan(ctx: SourceContext, staged: StagedPlan, *, run_id: str | None = N
         active_ns = namespace(src.name, state.active_version)
         if reindex:
             target = state.active_version + 1
-            plan = Plan(source=src.name, new=list(staged.sections.sections), key_redirects=staged.plan.key_redirects)
+            # A page that failed to segment keeps its indexed sections in the new version
+            # (embedded again for the new model from their stored text): a re-index never
+            # drops a page for a bad minute.
+            kept = store.manifest(src.name, staged.sections.errors) if staged.sections.errors else []
+            plan = Plan(
+                source=src.name,
+                new=[*staged.sections.sections, *kept],
+                key_redirects=staged.plan.key_redirects,
+            )
         else:
             target = state.active_version
             plan = staged.plan

@@ -107,3 +107,31 @@ def test_turning_a_noise_rule_off_reindexes_every_page(dagster_home: Path) -> No
         c = fr.run()
         assert "normalizer" in (c["reindex_reason"] or ""), c
         assert all(r["text"].endswith("Last updated: June 3, 2026") for r in fr.dump())
+
+
+def test_a_page_that_fails_to_segment_keeps_its_sections_through_a_reindex(
+    dagster_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from freshness_pipeline.pipeline import workers
+
+    with DocsSite() as site:
+        fr = Freshness(dagster_home / "sources.yaml", site.sitemap_url)
+        site.publish(generate(3, sections_per_page=2, seed=9).markdown())
+        fr.run()
+        before = {r["id"]: r["text"] for r in fr.dump()}
+
+        real = workers.segment
+
+        def broken_on_page1(url: str, *args: object, **kwargs: object) -> object:
+            if url.endswith("/page1"):
+                raise RuntimeError("boom")
+            return real(url, *args, **kwargs)
+
+        monkeypatch.setattr(workers, "segment", broken_on_page1)  # small sites segment in-process
+        fr.configure(embedder={"provider": "hashing", "dimensions": 128})
+        c = fr.run()
+        assert "dimensions 256 -> 128" in c["reindex_reason"]
+        after = fr.dump()
+        assert {r["id"]: r["text"] for r in after} == before  # page1 kept, under the new model
+        assert {r["index_version"] for r in after} == {2}
+        assert c["embedded"] == len(before)
