@@ -50,7 +50,7 @@ def run_demo(home: Path, *, embedder: str = "local") -> int:
 
         for version in (1, 2):
             site.publish(load_folder(SITE / f"v{version}"), noise=_noise(version))
-            c = run_refresh("demo")
+            c = run_refresh("demo", log_level="ERROR")  # the runs keep every event for the UI
             if c["status"] != "success":
                 print(f"site v{version}: run failed: {c.get('message')}")
                 return 1
