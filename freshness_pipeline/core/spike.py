@@ -1,6 +1,6 @@
 """What the change-spike check decides and explains. Pure: runs and texts in, verdicts out.
 
-A run is a spike when the share of live sections it would write is above the source's
+A run is a spike when the share of the index it would write or delete is above the source's
 `spike_min_share` *and* `spike_factor` times the median share of its recent runs. Runs
 that rewrote everything (the first build, a version re-index, an overridden spike) are
 left out of the history; with no history left, nothing is a spike.
@@ -31,10 +31,12 @@ def history_shares(runs: Iterable[Mapping[str, Any]]) -> list[float]:
     shares = []
     for run in runs:
         c = run.get("counts") or {}
-        indexed, written = c.get("sections_indexed", 0), c.get("upserted", 0)
-        if run.get("reason") or not indexed or written >= indexed:
-            continue  # first build, version re-index, or a whole rewrite
-        shares.append(written / indexed)
+        after = c.get("sections_indexed", 0)
+        base = max(after, c.get("sections_indexed_before", after))
+        touched = c.get("upserted", 0) + c.get("sections_removed", 0)
+        if run.get("reason") or not base or touched >= base:
+            continue  # first build, version re-index, or a whole rewrite or wipe
+        shares.append(touched / base)
     return shares
 
 

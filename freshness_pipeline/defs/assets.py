@@ -29,6 +29,7 @@ from .resources import FreshnessResource
 
 GROUP = "freshness"
 TIER_TAG = "freshness/tier"
+ALLOW_SPIKE_TAG = "freshness/allow-spike"  # an operator's override, recorded in the run's tags
 EMBEDDINGS_POOL = "embeddings"  # the provider's rate limit: `concurrency: pools:` in dagster.yaml
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,8 @@ def md_table(rows: list[tuple[str, object]], headers: tuple[str, str]) -> dg.Mar
 def fetched_pages(context: dg.AssetExecutionContext, freshness: FreshnessResource) -> dg.Output[CrawlReport]:
     tier = context.run.tags.get(TIER_TAG)
     with freshness.open(context.partition_key) as ctx:
-        report = crawl(ctx, tier=tier)
+        allow = context.run.tags.get(ALLOW_SPIKE_TAG, "").lower() == "true"
+        report = crawl(ctx, tier=tier, allow_mass_gone=allow)
     tiers = source_status(freshness.settings(), context.partition_key)["tiers"]
     context.log.info(
         f"{report.source}: crawled {report.crawled} pages "

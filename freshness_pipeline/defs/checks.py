@@ -16,11 +16,10 @@ from ..core.spike import history_shares, judge, suspects
 from ..pipeline.planning import StagedPlan
 from ..pipeline.reconcile import reconcile
 from ..pipeline.status import source_status
-from .assets import diff_plan, fetched_pages, md_table, vector_index
+from .assets import ALLOW_SPIKE_TAG, diff_plan, fetched_pages, md_table, vector_index
 from .partitions import sources_partitions
 from .resources import FreshnessResource
 
-ALLOW_SPIKE_TAG = "freshness/allow-spike"
 SUSPECT_SAMPLE = 300  # changed sections compared word by word for the suspects
 LIST_MAX = 50  # rows of a list in check metadata
 

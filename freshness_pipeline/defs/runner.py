@@ -18,8 +18,11 @@ def run_refresh(
     tags: dict[str, str] | None = None,
     log_level: str = "WARNING",
 ) -> dict[str, Any]:
-    """Materialize the four assets for one source. Returns the run's counts and status.
+    """Materialize the refresh assets for one source and say how it went:
 
+    `status` ("success" | "blocked" | "failure") and `message`; the run's counts whenever
+    `vector_index` produced them (else what the crawl knows: `crawled`, `errors`);
+    `checks`, every asset check that did not pass; `error_pages` and `flagged_pages`.
     `log_level` is for this process's console only; the instance keeps every event."""
     from .definitions import defs
 
@@ -35,8 +38,25 @@ def run_refresh(
         run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
     )
     out: dict[str, Any] = {"run_id": result.run_id}
-    blocked = [e for e in result.get_asset_check_evaluations() if e.blocking and not e.passed]
-    if blocked:
+    crawl = _output(result, "fetched_pages")
+    index = _output(result, "vector_index")
+    if index is not None:
+        out |= {**index.counts, "reindex_reason": index.reindex_reason}
+    elif crawl is not None:
+        out |= {"crawled": crawl.crawled, "errors": len(crawl.errors)}
+    if crawl is not None:
+        out["error_pages"] = dict(sorted(crawl.errors.items())[:20])
+        out["flagged_pages"] = dict(sorted(crawl.flagged.items())[:20])
+    evaluations = result.get_asset_check_evaluations()
+    out["checks"] = [
+        {"name": e.check_name, "severity": e.severity.value, "passed": e.passed, "description": e.description}
+        for e in evaluations
+        if not e.passed
+    ]
+    blocked = [
+        e for e in evaluations if e.blocking and not e.passed and e.severity == dg.AssetCheckSeverity.ERROR
+    ]
+    if blocked and index is None:
         message = "; ".join(f"{e.check_name}: {e.description or 'failed'}" for e in blocked)
         return {**out, "status": "blocked", "message": message}
     if not result.success:
@@ -48,5 +68,12 @@ def run_refresh(
             if e.step_failure_data.error
         )
         return {**out, "status": "failure", "message": message}
-    report = result.output_for_node("vector_index")
-    return {**out, "status": "success", **report.counts, "reindex_reason": report.reindex_reason}
+    return {**out, "status": "success"}
+
+
+def _output(result: dg.ExecuteInProcessResult, node: str) -> Any:
+    """A step's output, or None when the step did not run or failed."""
+    try:
+        return result.output_for_node(node)
+    except dg.DagsterError:
+        return None

@@ -19,7 +19,7 @@ from ..adapters.state.store import PageRow, SourceState
 from ..core.models import FetchResult, Outcome
 from ..core.noise import learn_template_blocks
 from ..core.status import looks_soft_404
-from ..core.tiers import base_tier, tier_for
+from ..core.tiers import tier_for
 from ..core.urls import normalize_url
 from .context import SourceContext
 from .workers import Extracted, ExtractJob, extract_one, parallel_map
@@ -52,7 +52,10 @@ class _Found:
     lastmod: dict[str, str]  # normalized URL -> sitemap <lastmod>
 
 
-def crawl(ctx: SourceContext, *, tier: str | None = None) -> CrawlReport:
+def crawl(ctx: SourceContext, *, tier: str | None = None, allow_mass_gone: bool = False) -> CrawlReport:
+    """Crawl the source (or one tier of it). When more than `fetch.max_gone_share` of its
+    live pages would be declared gone at once (a CDN or deploy answering 404 for a minute),
+    they are held as errors instead, unless `allow_mass_gone` (the run's spike override)."""
     started = time.time()
     src, store = ctx.source, ctx.store
     report = CrawlReport(source=src.name, tier=tier)
@@ -79,6 +82,7 @@ def crawl(ctx: SourceContext, *, tier: str | None = None) -> CrawlReport:
         fetch_urls = {t.url: t.fetch_url for t in targets}
         for res in results:
             _apply(ctx, report, known, rows, res, extracted.get(res.url), found, fetch_urls, now)
+        _hold_mass_gone(ctx, report, known, rows, allow=allow_mass_gone)
         for row in rows.values():
             row.tier = tier_for(row.url, src.tiers, change_times=row.change_times, first_seen=row.first_seen, now=now)
         store.save_pages(rows.values())  # rows loaded without their text keep it
@@ -87,6 +91,24 @@ def crawl(ctx: SourceContext, *, tier: str | None = None) -> CrawlReport:
     report.outcomes = dict(Counter(r.outcome.value for r in results))
     report.seconds = time.time() - started
     return report
+
+
+def _hold_mass_gone(
+    ctx: SourceContext, report: CrawlReport, known: dict[str, PageRow], rows: dict[str, PageRow], *, allow: bool
+) -> None:
+    live = sum(1 for p in known.values() if p.state == "live")
+    limit = ctx.source.fetch.max_gone_share
+    if allow or len(report.gone) < 2 or len(report.gone) <= limit * live:
+        return
+    why = (
+        f"held: {len(report.gone)} of {live} live pages would be gone in one crawl (over "
+        f"fetch.max_gone_share {limit:.0%}); treated as an outage, nothing deleted. If the "
+        "site really lost them, re-run with the spike override (freshness run --allow-spike)"
+    )
+    for url in report.gone:
+        rows[url] = replace(known[url], outcome=Outcome.ERROR.value, reason=why, last_fetched=rows[url].last_fetched)
+        report.errors[url] = why
+    report.gone = []
 
 
 def _extract_jobs(
@@ -130,11 +152,12 @@ def _targets(
 
 
 def _in_tier(url: str, prev: PageRow | None, tier: str, lastmod: str | None, ctx: SourceContext) -> bool:
-    """Whether a tier-limited run fetches this page: its tier (a new page: the URL rules'),
-    or a sitemap lastmod newer than its last fetch (a hint to look sooner)."""
-    if lastmod_is_newer(lastmod, prev.last_fetched if prev else None):
+    """Whether a tier-limited run fetches this page: a page never fetched (a new page is
+    indexed by the next run of any tier), one of its tier, or one whose sitemap lastmod is
+    newer than its last fetch (a hint to look sooner)."""
+    if prev is None or prev.last_fetched is None:
         return True
-    return (prev.tier if prev else base_tier(url, ctx.source.tiers)) == tier
+    return lastmod_is_newer(lastmod, prev.last_fetched) or prev.tier == tier
 
 
 def lastmod_is_newer(lastmod: str | None, last_fetched: float | None) -> bool:

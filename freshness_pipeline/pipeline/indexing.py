@@ -353,6 +353,7 @@ def _counts(
         "sections_moved": len(plan.moved),
         "sections_removed": len(plan.removed),
         "sections_fuzzy_unchanged": len(staged.plan.fuzzy),
+        "sections_indexed_before": staged.indexed_before,
         "sections_indexed": upserts
         if reindex
         else staged.indexed_before - len(set(plan.deletes)) + len({s.id for s in plan.upserts} - staged.previous_ids),

@@ -34,10 +34,12 @@ class StagedPlan:
 
     @property
     def change_share(self) -> float:
-        """Share of the live records that this run would write."""
+        """Share of the index this run would write or delete (of the larger of its size
+        before and after): a mass deletion is as much a spike as a mass rewrite."""
         written = {s.id for s in self.plan.upserts}  # a changed section replaces its record
-        live = self.indexed_before - len(set(self.plan.deletes)) + len(written - self.previous_ids)
-        return len(written) / live if live else 0.0
+        after = self.indexed_before - len(set(self.plan.deletes)) + len(written - self.previous_ids)
+        base = max(self.indexed_before, after)
+        return min(1.0, (len(written) + len(self.plan.removed)) / base) if base else 0.0
 
     def top_pages(self, n: int = 10) -> list[tuple[str, int]]:
         touched = Counter(s.url for s in self.plan.upserts)
