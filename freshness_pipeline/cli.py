@@ -4,8 +4,10 @@ call plus formatting; `run` goes through Dagster so every refresh shows up in th
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -16,8 +18,19 @@ from .config import ConfigError, Settings, dagster_home, load_settings
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
+    args = _parser().parse_args(argv)
+    try:
+        code = _dispatch(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (`freshness dump | head`): stop quietly, as `cat` would.
+        # Point stdout at devnull so the interpreter's final flush cannot raise again.
+        _silence_stdout()
+        return 128 + signal.SIGPIPE
+    return code
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     if args.func is _demo:
         return _demo(args)
     if args.sources:
@@ -31,55 +44,96 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
+def _silence_stdout() -> None:
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (AttributeError, io.UnsupportedOperation):  # stdout replaced by a non-file object
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+RUN_HELP = """Exit status: 0 when every run succeeded, even when non-blocking checks failed
+with WARN or ERROR (each is printed as a `check` line, and the counts are in --json);
+1 when a run failed or a blocking check (change_spike) stopped it before indexing."""
+
+
 def _parser() -> argparse.ArgumentParser:
+    sources_help = "sources file (default $FRESHNESS_SOURCES or sources.yaml); before or after the command"
     p = argparse.ArgumentParser(prog="freshness", description=__doc__)
-    p.add_argument("--sources", help="sources file (default $FRESHNESS_SOURCES or sources.yaml)")
+    p.add_argument("--sources", help=sources_help)
+    # The same option on every command; SUPPRESS keeps a value given before the command.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--sources", default=argparse.SUPPRESS, help=sources_help)
     sub = p.add_subparsers(required=True, metavar="COMMAND")
 
-    run = sub.add_parser("run", help="refresh one or every source through Dagster")
+    def command(name: str, help: str, **kw: Any) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help, description=kw.pop("description", help), parents=[common], **kw)
+
+    run = command("run", "refresh one or every source through Dagster", epilog=RUN_HELP)
     run.add_argument("--source", help="only this source")
     run.add_argument("--tier", choices=["hot", "warm", "cold"], help="only pages of this tier")
     run.add_argument("--json", action="store_true", help="one JSON object per source")
+    run.add_argument(
+        "--allow-spike",
+        action="store_true",
+        # The tag is defs.checks.ALLOW_SPIKE_TAG (not imported here: it loads Dagster).
+        help="tag the run freshness/allow-spike=true: index a reviewed change spike (the check then warns)",
+    )
+    run.add_argument("-v", "--verbose", action="store_true", help="print Dagster's event log (the UI always has it)")
     run.set_defaults(func=_run)
 
-    dump = sub.add_parser("dump", help="every record in the vector index, as JSON lines")
+    dump = command("dump", "every record in the vector index, as JSON lines")
     dump.add_argument("--source")
     dump.set_defaults(func=_dump)
 
-    search = sub.add_parser("search", help="top sections for a query")
+    search = command("search", "top sections for a query")
     search.add_argument("query")
-    search.add_argument("-k", type=int, default=5)
+    search.add_argument("-k", type=_positive_int, default=5, help="results to return (at least 1; default 5)")
     search.add_argument("--source")
     search.add_argument("--json", action="store_true")
     search.set_defaults(func=_search)
 
-    status = sub.add_parser("status", help="per source: pages, sections, last run")
+    status = command("status", "per source: pages, sections, last run")
     status.add_argument("--json", action="store_true")
     status.set_defaults(func=_status)
 
-    demo = sub.add_parser("demo", help="refresh the shipped demo site twice and search it")
-    demo.add_argument("--home", default="demo_home", help="fresh state folder (default ./demo_home)")
+    demo = command("demo", "refresh the shipped demo site twice and search it")
+    demo.add_argument(
+        "--home",
+        default="demo_home",
+        help="state folder (default ./demo_home); must be absent, empty, or made by an earlier demo",
+    )
     demo.add_argument("--embedder", default="local", choices=["local", "hashing"])
     demo.set_defaults(func=_demo)
 
-    rec = sub.add_parser("reconcile", help="compare the manifest with the vector store; --fix repairs")
+    rec = command("reconcile", "compare the manifest with the vector store; --fix repairs")
     rec.add_argument("--source", help="only this source")
     rec.add_argument("--fix", action="store_true", help="delete orphans, re-upsert missing and mismatched records")
     rec.add_argument("--json", action="store_true", help="one JSON object per source")
     rec.set_defaults(func=_reconcile)
 
-    resolve = sub.add_parser("resolve", help="follow a section key's redirects to its current text")
+    resolve = command("resolve", "follow a section key's redirects to its current text")
     resolve.add_argument("key")
     resolve.add_argument("--source")
     resolve.add_argument("--json", action="store_true")
     resolve.set_defaults(func=_resolve)
 
-    weak = sub.add_parser("weak", help="searches whose best match was weak (last 90 days)")
+    weak = command("weak", "searches whose best match was weak (last 90 days)")
     weak.add_argument("--days", type=float, default=90)
     weak.add_argument("--json", action="store_true")
     weak.set_defaults(func=_weak)
 
-    deliver = sub.add_parser("deliver", help="send waiting change events to the configured webhooks")
+    deliver = command("deliver", "send waiting change events to the configured webhooks")
     deliver.set_defaults(func=_deliver)
     return p
 
@@ -88,25 +142,51 @@ def _names(settings: Settings, only: str | None) -> list[str]:
     return [settings.source(only).name] if only else [s.name for s in settings.sources]
 
 
+COUNTS = ("crawled", "new", "changed", "unchanged", "gone", "errors")
+SHOWN_ERRORS = 10
+
+
 def _run(args: argparse.Namespace, settings: Settings) -> int:
+    from .defs.assets import ALLOW_SPIKE_TAG
     from .defs.runner import run_refresh
 
+    tags = {ALLOW_SPIKE_TAG: "true"} if args.allow_spike else None
     failed = 0
     for name in _names(settings, args.source):
-        outcome = run_refresh(name, tier=args.tier)
+        # The summary below carries failures, checks and page errors; the full event log
+        # (tracebacks included) is in the instance, and on the console with --verbose.
+        outcome = run_refresh(name, tier=args.tier, tags=tags, log_level="INFO" if args.verbose else "CRITICAL")
         if args.json:
-            print(json.dumps({"source": name, **outcome}, sort_keys=True))
+            print(json.dumps({"source": name, **outcome}, sort_keys=True, default=str))
         else:
-            c = outcome
-            print(
-                f"{name}: crawled: {c.get('crawled', 0)} new: {c.get('new', 0)} changed: {c.get('changed', 0)} "
-                f"unchanged: {c.get('unchanged', 0)} gone: {c.get('gone', 0)} errors: {c.get('errors', 0)}"
-                + (f"  ({c['status']}: {c.get('message', '')})" if c.get("status") != "success" else "")
-            )
-            if c.get("reindex_reason"):
-                print(f"  full re-index: {c['reindex_reason']}")
+            print("\n".join(run_lines(name, outcome)))
         failed += outcome.get("status") != "success"
     return 1 if failed else 0
+
+
+def run_lines(name: str, outcome: dict[str, Any]) -> list[str]:
+    """`freshness run`'s text for one source: the counts the run produced (never made-up
+    zeros), its status when not a success, the checks that did not pass, the pages in error."""
+    counts = [f"{k}: {outcome[k]}" for k in COUNTS if outcome.get(k) is not None]
+    if not counts:
+        lines = [f"{name}: the crawl did not run"]
+    elif outcome.get("new") is None:
+        lines = [f"{name}: {' '.join(counts)} (nothing was indexed)"]
+    else:
+        lines = [f"{name}: {' '.join(counts)}"]
+    if outcome.get("status") != "success":
+        lines.append(f"  {outcome.get('status')}: {outcome.get('message') or 'no message'}")
+    if outcome.get("reindex_reason"):
+        lines.append(f"  full re-index: {outcome['reindex_reason']}")
+    for c in outcome.get("checks") or []:
+        first = (c.get("description") or "failed").strip().splitlines()[0]
+        lines.append(f"  check {c['name']}: {c['severity']}: {first}")
+    errors = list((outcome.get("error_pages") or {}).items())
+    lines += [f"  error: {url}: {reason}" for url, reason in errors[:SHOWN_ERRORS]]
+    more = max(len(errors), outcome.get("errors") or 0) - SHOWN_ERRORS
+    if more > 0:
+        lines.append(f"  ... and {more} more pages in error")
+    return lines
 
 
 def _dump(args: argparse.Namespace, settings: Settings) -> int:
@@ -138,7 +218,7 @@ def _search(args: argparse.Namespace, settings: Settings) -> int:
         print("no results")
     threshold = weak_threshold(settings)
     best = hits[0].score if hits else None
-    weak = threshold is not None and (best is None or best < threshold)
+    weak = bool(hits) and threshold is not None and (best is None or best < threshold)
     print(
         f"best cosine similarity: {'-' if best is None else f'{best:.3f}'}"
         + (f" (weak match: under {threshold:.2f}; recorded, see `freshness weak`)" if weak else "")
@@ -224,6 +304,8 @@ def _reconcile(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _weak(args: argparse.Namespace, settings: Settings) -> int:
+    import pandas as pd
+
     from .adapters.state.metrics_store import MetricsStore
     from .adapters.state.store import StateStore
     from .config import state_url
@@ -234,7 +316,11 @@ def _weak(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         store.close()
     if args.json:
-        print(frame.to_json(orient="records", indent=1))
+        rows = [
+            {**r, "best_score": None if pd.isna(r["best_score"]) else round(float(r["best_score"]), 4)}
+            for r in frame.to_dict(orient="records")
+        ]
+        print(json.dumps(rows, indent=1))
         return 0
     for r in frame.itertuples(index=False):
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_at))
@@ -251,6 +337,9 @@ def _deliver(args: argparse.Namespace, settings: Settings) -> int:
     from .adapters.webhooks import deliver
     from .config import state_url
 
+    if not settings.webhooks:
+        print("no webhooks configured")
+        return 0
     store = StateStore(state_url(settings))
     failed = 0
     try:
@@ -275,7 +364,7 @@ def _resolve(args: argparse.Namespace, settings: Settings) -> int:
 
     found = resolve(settings, args.key, source=args.source)
     if found is None:
-        print(f"unknown key {args.key!r}", file=sys.stderr)
+        print(f"no current section for key {args.key!r} (unknown, or its page is gone)", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(found, indent=1))

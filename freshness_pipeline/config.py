@@ -10,17 +10,29 @@ vector_store: {provider: lancedb}
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 DEFAULT_SOURCES = "sources.yaml"
 
 
 class ConfigError(ValueError):
     """The sources file is missing or invalid; the message names the file and the setting."""
+
+
+def _compiles(pattern: str) -> str:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"not a valid regex {pattern!r}: {exc}") from None
+    return pattern
+
+
+Regex = Annotated[str, AfterValidator(_compiles)]
 
 
 class _Strict(BaseModel):
@@ -42,6 +54,7 @@ class FetchPolicy(_Strict):
     max_redirects: int = 5
     max_bytes: int = 5_000_000
     missing_after: int = 3  # consecutive misses before a known page is declared gone
+    max_gone_share: float = 0.5  # more live pages than this gone in one crawl: an outage, held
     soft_404_min_chars: int = 200  # extracted text shorter than this on a 200 is flagged
     keep_query_params: list[str] = Field(default_factory=list)  # e.g. ["version"]
     drop_query: bool = True  # drop every other query parameter
@@ -51,8 +64,8 @@ class DiscoveryPolicy(_Strict):
     """Link discovery within a scope, when `start_urls` are given (besides sitemaps)."""
 
     scope_prefix: str | None = None  # default: the start URL's directory
-    include: list[str] = Field(default_factory=list)  # regexes on the normalized URL
-    exclude: list[str] = Field(default_factory=list)
+    include: list[Regex] = Field(default_factory=list)  # regexes on the normalized URL
+    exclude: list[Regex] = Field(default_factory=list)
     max_pages: int = 10_000
     max_depth: int = 10
 
@@ -81,7 +94,7 @@ class ChunkPolicy(_Strict):
 
 
 class TierRule(_Strict):
-    pattern: str  # regex on the normalized URL
+    pattern: Regex  # on the normalized URL
     tier: Literal["hot", "warm", "cold"]
 
 
@@ -115,7 +128,7 @@ class Source(_Strict):
     chunking: ChunkPolicy = ChunkPolicy()
     tiers: TierPolicy = TierPolicy()
     checks: CheckPolicy = CheckPolicy()
-    golden_set: str | None = None  # path to a YAML file of {query, expect} pairs
+    golden_set: str | None = None  # YAML file of {query, expect} pairs; made absolute at load
 
     @model_validator(mode="after")
     def _has_an_entry_point(self) -> Source:
@@ -195,12 +208,30 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
     except yaml.YAMLError as exc:
         raise ConfigError(f"{p}: not valid YAML: {exc}") from exc
     try:
-        return Settings.model_validate(raw or {})
+        settings = Settings.model_validate(raw or {})
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(part) for part in err['loc']) or '(top level)'}: {err['msg']}" for err in exc.errors()
         )
         raise ConfigError(f"{p}: {problems}") from exc
+    return _with_golden_paths(settings, p)
+
+
+def _with_golden_paths(settings: Settings, path: Path) -> Settings:
+    """Golden-set paths made absolute (relative ones are relative to the sources file's
+    folder), each checked to exist now rather than after a run has committed."""
+    folder = path.resolve().parent
+    sources = []
+    for i, src in enumerate(settings.sources):
+        if src.golden_set:
+            golden = folder / src.golden_set  # an absolute golden_set replaces the folder
+            if not golden.is_file():
+                raise ConfigError(
+                    f"{path}: sources.{i}.golden_set: golden set of source {src.name!r} not found: {golden}"
+                )
+            src = src.model_copy(update={"golden_set": str(golden)})
+        sources.append(src)
+    return settings.model_copy(update={"sources": sources})
 
 
 def state_url(settings: Settings) -> str:

@@ -46,6 +46,18 @@ def test_path_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
             r"sources\.0\.noise\.disabled_rules: Value error, unknown rule\(s\) last_updatd; known: ",
         ),
         ("", r"sources: Field required"),
+        (
+            "sources: [{name: a, sitemap: u, tiers: {rules: [{pattern: '(', tier: hot}]}}]",
+            r"sources\.0\.tiers\.rules\.0\.pattern: Value error, not a valid regex '\(': missing \)",
+        ),
+        (
+            "sources: [{name: a, start_urls: [u], discovery: {include: ['/docs/', '[a-']}}]",
+            r"sources\.0\.discovery\.include\.1: Value error, not a valid regex '\[a-'",
+        ),
+        (
+            "sources: [{name: a, start_urls: [u], discovery: {exclude: ['*.pdf']}}]",
+            r"sources\.0\.discovery\.exclude\.0: Value error, not a valid regex '\*\.pdf'",
+        ),
     ],
 )
 def test_errors_name_the_file_and_the_setting(tmp_path: Path, text: str, message: str) -> None:
@@ -71,3 +83,19 @@ def test_unknown_source_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[s
     path = write(tmp_path, "sources: [{name: docs, sitemap: u}]")
     assert main(["--sources", str(path), "run", "--source", "nope"]) == 2
     assert "unknown source 'nope'; the sources file defines: docs" in capsys.readouterr().err
+
+
+def test_golden_set_resolves_against_the_sources_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "golden.yaml").write_text("- {query: q, expect: /x/}\n")
+    monkeypatch.chdir(tmp_path.parent)  # not the sources file's folder
+    s = load_settings(write(tmp_path, "sources: [{name: docs, sitemap: u, golden_set: golden.yaml}]"))
+    assert s.sources[0].golden_set == str(tmp_path / "golden.yaml")
+
+
+def test_missing_golden_set_is_named_at_load(tmp_path: Path) -> None:
+    path = write(tmp_path, "sources: [{name: a, sitemap: u}, {name: docs, sitemap: u, golden_set: sets/gold.yaml}]")
+    with pytest.raises(ConfigError) as err:
+        load_settings(path)
+    assert str(err.value) == (
+        f"{path}: sources.1.golden_set: golden set of source 'docs' not found: {tmp_path / 'sets' / 'gold.yaml'}"
+    )

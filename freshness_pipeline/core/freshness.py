@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 # Weights of the composite score's factors (they sum to 1), see `freshness_score`.
-WEIGHTS = {"stale_share": 0.35, "stale_retrieval": 0.35, "lag": 0.2, "age": 0.1}
+WEIGHTS = {"stale_share": 0.3, "stale_retrieval": 0.3, "errors": 0.15, "lag": 0.15, "age": 0.1}
 
 
 def percentiles(values: Iterable[float]) -> tuple[float | None, float | None]:
@@ -32,11 +32,31 @@ def section_age(now: float, changed_at: float, page_last_changed: float | None) 
     return max(0.0, now - seen)
 
 
-def embedding_lag(landed_at: float, first_seen: float | None, page_updated: float | None) -> float | None:
-    """Seconds from a change being seen (the page's own updated date when it has one and it
-    is earlier) to its vector landing in the index; None when nothing says when."""
-    seen = [t for t in (first_seen, page_updated) if t is not None and t <= landed_at]
-    return landed_at - min(seen) if seen else None
+def embedding_lag(
+    landed_at: float,
+    seen: float | None,
+    page_updated: float | None,
+    *,
+    first_seen: float,
+    previous_run: float | None,
+) -> float | None:
+    """Seconds from a change to its vector landing in the index; None when nothing says when.
+
+    The change is dated by when the pipeline first saw it: `seen` (pages.last_changed, the
+    crawl that saw the change; for a page new in this run, its first fetch). The page's own
+    updated date (`page_updated`) replaces it when earlier and *later than the previous
+    successful run's start* (`previous_run`): the change happened while the pipeline was not
+    looking and the site says when. On a source's first run (no previous run) the date never
+    counts: it says when the page was written, not how late the index is. Never earlier than
+    the page's `first_seen`.
+    """
+    start = seen
+    if page_updated is not None and previous_run is not None and page_updated > previous_run:
+        start = page_updated if start is None else min(start, page_updated)
+    if start is None:
+        return None
+    start = max(start, first_seen)
+    return landed_at - start if start <= landed_at else None
 
 
 def factor(value: float | None, target: float) -> float:
@@ -49,23 +69,27 @@ def factor(value: float | None, target: float) -> float:
 def freshness_score(
     stale_share: float,
     stale_retrieval_rate: float | None,
+    error_share: float,
     lag_p90_s: float | None,
     age_median_s: float | None,
     *,
     lag_target_s: float,
     age_target_s: float,
 ) -> float:
-    """Weighted geometric mean of four factors in [0, 1] (1 is perfectly fresh):
+    """Weighted geometric mean of five factors in [0, 1] (1 is perfectly fresh):
 
-        score = (1 - stale_share)^0.35 * (1 - stale_retrieval_rate)^0.35
-                * factor(lag_p90, lag_target)^0.2 * factor(age_median, age_target)^0.1
+        score = (1 - stale_share)^0.3 * (1 - stale_retrieval_rate)^0.3 * (1 - error_share)^0.15
+                * factor(lag_p90, lag_target)^0.15 * factor(age_median, age_target)^0.1
 
-    A missing figure (no golden set, nothing landed) counts as 1. Any factor at 0 makes the
-    whole score 0: a fully stale index is not rescued by quick embedding.
+    `error_share`: live pages whose last fetch errored or was flagged (their indexed text is
+    unverified). A missing figure (no golden set, nothing landed) counts as 1. Any factor at
+    0 makes the whole score 0: a fully stale or unreachable site is not rescued by quick
+    embedding.
     """
     parts = {
         "stale_share": 1.0 - stale_share,
         "stale_retrieval": 1.0 - (stale_retrieval_rate or 0.0),
+        "errors": 1.0 - error_share,
         "lag": factor(lag_p90_s, lag_target_s),
         "age": factor(age_median_s, age_target_s),
     }

@@ -75,6 +75,7 @@ def freshness_metrics(
     metadata: dict[str, object] = {
         "score": dg.MetadataValue.float(r.score),
         "alert": r.alert,
+        "error_share": dg.MetadataValue.float(r.error_share),  # live pages failing their last fetch
         "stale_share": dg.MetadataValue.float(r.stale_share),
         "age_median_h": dg.MetadataValue.float((r.age_median_s or 0.0) / 3600),
         "age_p90_h": dg.MetadataValue.float((r.age_p90_s or 0.0) / 3600),

@@ -53,9 +53,7 @@ def run_refresh(
         for e in evaluations
         if not e.passed
     ]
-    blocked = [
-        e for e in evaluations if e.blocking and not e.passed and e.severity == dg.AssetCheckSeverity.ERROR
-    ]
+    blocked = [e for e in evaluations if e.blocking and not e.passed and e.severity == dg.AssetCheckSeverity.ERROR]
     if blocked and index is None:
         message = "; ".join(f"{e.check_name}: {e.description or 'failed'}" for e in blocked)
         return {**out, "status": "blocked", "message": message}

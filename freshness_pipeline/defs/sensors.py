@@ -4,21 +4,27 @@
   source removed from the file keeps its partition, history and index; it is just no
   longer scheduled.
 - `tier_cadence_sensor`: launches `refresh` runs tagged `freshness/tier` when a tier is due
-  (see `cadence.py`), reading the last runs from the instance's run records.
+  (see `cadence.py`), reading the last runs from the instance's run records. Only a
+  successful refresh covers its tier: a failed or canceled one is retried on the next tick
+  (under a new run key); one queued or in flight blocks another launch for the source.
 - `version_bump_sensor`: when the versions a refresh would build with now (normalizer,
   chunker, embedding model) differ from those a source's index was built with, requests
   one backfill of the four assets over those sources' partitions.
+
+A sources file that does not load fails the tick (its ConfigError names the file and the
+setting): a broken file must not pass for "nothing to do".
 """
 
 import json
 import time
+from dataclasses import dataclass, field
 
 import dagster as dg
 from dagster._core.definitions.assets.graph.asset_graph_subset import AssetGraphSubset
 from dagster._core.definitions.events import AssetKeyPartitionKey
 
 from ..adapters.state.store import StateStore
-from ..config import ConfigError, Settings, state_url
+from ..config import Settings, state_url
 from ..core.cadence import due
 from ..core.tiers import TIERS
 from ..pipeline.context import versions_for
@@ -35,10 +41,7 @@ RUN_LOOKBACK = 100  # recent runs per source searched for untagged runs and runs
 def sources_partitions_sensor(
     context: dg.SensorEvaluationContext, freshness: FreshnessResource
 ) -> dg.SensorResult | dg.SkipReason:
-    try:
-        names = [s.name for s in freshness.settings().sources]
-    except ConfigError as exc:
-        return dg.SkipReason(str(exc))
+    names = [s.name for s in freshness.settings().sources]
     known = set(context.instance.get_dynamic_partitions(sources_partitions.name))
     new = [n for n in names if n not in known]
     retired = sorted(known - set(names))
@@ -53,44 +56,63 @@ def _is_refresh(run: dg.DagsterRun) -> bool:
     return run.job_name == refresh_job.name or fetched_pages.key in (run.asset_selection or ())
 
 
-def _last_runs(instance: dg.DagsterInstance, source: str) -> tuple[dict[str | None, float], bool]:
-    """Start time of the latest refresh per tier (None: untagged), and whether one is in flight."""
-    last: dict[str | None, float] = {}
-    busy = False
-    queries = [({}, RUN_LOOKBACK)] + [({TIER_TAG: t}, 1) for t in TIERS]
-    for extra, limit in queries:
-        records = instance.get_run_records(dg.RunsFilter(tags={PARTITION_TAG: source, **extra}), limit=limit)
-        for r in records:
+@dataclass(slots=True)
+class _Runs:
+    """A source's recent refreshes, as the tier sensor sees them."""
+
+    last: dict[str | None, float] = field(default_factory=dict)  # tier (None: untagged) -> latest success
+    failed: list[float] = field(default_factory=list)  # start times of failed or canceled refreshes
+    busy: bool = False  # one is queued or in flight
+
+    def attempt(self, since: float) -> str:
+        """Run key suffix: a refresh that failed after `since` is retried under a new key."""
+        n = sum(t > since for t in self.failed)
+        return f":retry{n}" if n else ""
+
+
+def _last_runs(instance: dg.DagsterInstance, source: str) -> _Runs:
+    """Only a successful refresh covers its tier: a failed or canceled one is retried."""
+    out = _Runs()
+    success = [dg.DagsterRunStatus.SUCCESS]
+    queries = [(dg.RunsFilter(tags={PARTITION_TAG: source}), RUN_LOOKBACK)] + [
+        (dg.RunsFilter(tags={PARTITION_TAG: source, TIER_TAG: t}, statuses=success), 1) for t in TIERS
+    ]
+    seen: set[str] = set()
+    for runs_filter, limit in queries:
+        for r in instance.get_run_records(runs_filter, limit=limit):
             run = r.dagster_run
-            if not _is_refresh(run):
+            if run.run_id in seen or not _is_refresh(run):
                 continue
-            busy |= not run.is_finished
-            tier = run.tags.get(TIER_TAG)
-            last[tier] = max(last.get(tier, 0.0), r.create_timestamp.timestamp())
-    return last, busy
+            seen.add(run.run_id)
+            started = r.create_timestamp.timestamp()
+            if not run.is_finished:
+                out.busy = True
+            elif run.status is dg.DagsterRunStatus.SUCCESS:
+                tier = run.tags.get(TIER_TAG)
+                out.last[tier] = max(out.last.get(tier, 0.0), started)
+            else:
+                out.failed.append(started)
+    return out
 
 
 @dg.sensor(job=refresh_job, minimum_interval_seconds=300, default_status=dg.DefaultSensorStatus.RUNNING)
 def tier_cadence_sensor(
     context: dg.SensorEvaluationContext, freshness: FreshnessResource
 ) -> dg.SensorResult | dg.SkipReason:
-    try:
-        settings = freshness.settings()
-    except ConfigError as exc:
-        return dg.SkipReason(str(exc))
+    settings = freshness.settings()
     now = time.time()
     requests = []
     for src in settings.sources:
         if not context.instance.has_dynamic_partition(sources_partitions.name, src.name):
             continue  # sources_partitions_sensor adds it first
-        last, busy = _last_runs(context.instance, src.name)
-        next_up = None if busy else due(last, src.tiers, now)
+        runs = _last_runs(context.instance, src.name)
+        next_up = None if runs.busy else due(runs.last, src.tiers, now)
         if next_up is None:
             continue
         tier = next_up.tier
         requests.append(
             dg.RunRequest(
-                run_key=f"{src.name}:{tier or 'all'}:{next_up.since:.0f}",
+                run_key=f"{src.name}:{tier or 'all'}:{next_up.since:.0f}{runs.attempt(next_up.since)}",
                 partition_key=src.name,
                 tags={TIER_TAG: tier} if tier else {},
             )
@@ -140,10 +162,7 @@ def reindex_request(context: dg.SensorEvaluationContext, drift: dict[str, str]) 
 def version_bump_sensor(
     context: dg.SensorEvaluationContext, freshness: FreshnessResource
 ) -> dg.SensorResult | dg.SkipReason:
-    try:
-        settings = freshness.settings()
-    except ConfigError as exc:
-        return dg.SkipReason(str(exc))
+    settings = freshness.settings()
     requested: dict[str, str] = json.loads(context.cursor or "{}")
     drift = {
         s: d

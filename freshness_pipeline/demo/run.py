@@ -5,7 +5,9 @@ beyond loopback. State goes to a fresh folder so the counts are always the same.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from .server import DocsSite, load_folder
 
 SITE = Path(__file__).parent / "site"
 QUERY = "how many times is an upload retried after a network error?"
+MARKER = ".freshness-demo"  # in every home the demo made: only such a folder is ever deleted
 
 
 def _noise(version: int):
@@ -29,9 +32,11 @@ def run_demo(home: Path, *, embedder: str = "local") -> int:
     from ..config import load_settings
     from ..pipeline.search import search
 
-    if home.exists():
-        shutil.rmtree(home)
-    home.mkdir(parents=True)
+    refused = prepare_home(home)
+    if refused:
+        print(f"error: {refused}", file=sys.stderr)
+        return 2
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no "Loading weights" bars
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     os.environ["DAGSTER_HOME"] = str(home.resolve())
     with DocsSite() as site:
@@ -63,5 +68,35 @@ def run_demo(home: Path, *, embedder: str = "local") -> int:
     print(f'search "{QUERY}"')
     for h in hits:
         print(f"  {h.score:.3f} {h.url} [{h.heading_path}]\n  {h.text[:200]}")
-    print(f"\nState is in {home}. See the runs in the UI: DAGSTER_HOME={home.resolve()} dagster dev")
+    print(f"\nState is in {home}. See the runs in the UI with:\n  {ui_command(home)}")
+    print(
+        "The demo site stopped with the demo: a `freshness run` on this state fails its discovery and deletes nothing."
+    )
     return 0
+
+
+def prepare_home(home: Path) -> str | None:
+    """Make `home` a fresh, marked demo folder. Only a folder that is absent, empty or
+    marked by an earlier demo is (re)made; otherwise returns why it was refused."""
+    if home.is_symlink() or (home.exists() and not home.is_dir()):
+        return f"{home} is not a folder; pick another --home"
+    if home.exists() and any(home.iterdir()):
+        if not (home / MARKER).is_file():
+            return (
+                f"{home} is not empty and was not made by `freshness demo` (no {MARKER} in it); "
+                "the demo deletes its home before it starts: pick another --home"
+            )
+        shutil.rmtree(home)
+    home.mkdir(parents=True, exist_ok=True)
+    (home / MARKER).write_text("made by `freshness demo`; the next demo in this folder deletes it\n")
+    return None
+
+
+def ui_command(home: Path) -> str:
+    """The full command that opens this demo's state in the Dagster UI, with this venv's dagster."""
+    root = home.resolve()
+    dagster = Path(sys.executable).parent / "dagster"
+    return (
+        f"DAGSTER_HOME={shlex.quote(str(root))} FRESHNESS_SOURCES={shlex.quote(str(root / 'sources.yaml'))} "
+        f"{shlex.quote(str(dagster))} dev"
+    )

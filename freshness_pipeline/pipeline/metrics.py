@@ -1,5 +1,6 @@
-"""Freshness metrics of one source after a run: stale share, content age, embedding lag,
-stale retrieval rate (golden set) and the composite score, stored as a time series.
+"""Freshness metrics of one source after a run: stale share, fetch error share, content age,
+embedding lag, stale retrieval rate (golden set) and the composite score, stored as a time
+series.
 Formulas: core/freshness.py and docs/metrics.md."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from ..adapters.state import schema
 from ..adapters.state.metrics_store import MetricsStore
 from ..adapters.webhooks import Delivery, deliver
 from ..core.freshness import embedding_lag, freshness_score, percentiles, section_age
+from ..core.models import Outcome
 from .context import SourceContext
 from .golden import GoldenRun, evaluate, golden_file, load_golden, record_misses
 
@@ -35,6 +37,7 @@ class FreshnessReport:
     mrr: float | None
     score: float
     alert: bool
+    error_share: float = 0.0  # live pages whose last fetch errored or was flagged (in `details` when stored)
     details: dict[str, Any] = field(default_factory=dict)
 
     def line(self) -> str:
@@ -49,6 +52,7 @@ class FreshnessReport:
         )
         return (
             f"freshness: {self.score:.3f}{' ALERT' if self.alert else ''} stale: {self.stale_share:.1%} "
+            f"fetch errors: {self.error_share:.1%} "
             f"age p50/p90: {h(self.age_median_s)}/{h(self.age_p90_s)} lag p50/p90: {h(self.lag_median_s)}/"
             f"{h(self.lag_p90_s)} stale retrieval: {srr}{hits}"
         )
@@ -72,14 +76,21 @@ def measure(
     ages = [section_age(now, r.changed_at, _last_changed(pages, r.url)) for r in rows]
     lags: list[float] = []
     if runs:
-        since = runs[1]["started_at"] if len(runs) > 1 else 0.0  # changes seen since the run before
+        previous = runs[1]["started_at"] if len(runs) > 1 else None  # the previous successful run
         for r in rows:
             page = pages.get(r.url)
-            seen = page.last_changed if page else None
-            if r.indexed_at >= runs[0]["started_at"] and (seen or 0.0) >= since:
-                lag = embedding_lag(r.indexed_at, seen, _updated(page.page_date if page else None))
+            if page is None or r.indexed_at < runs[0]["started_at"]:
+                continue
+            if (page.last_changed or 0.0) >= (previous or 0.0):  # a change seen since the run before
+                updated = _updated(page.page_date)
+                lag = embedding_lag(
+                    r.indexed_at, page.last_changed, updated, first_seen=page.first_seen, previous_run=previous
+                )
                 if lag is not None:
                     lags.append(lag)
+    live = [p for p in pages.values() if p.state == "live"]
+    failing = sum(p.outcome in (Outcome.ERROR, Outcome.FLAGGED) for p in live)
+    error_share = failing / len(live) if live else 0.0
     age_p50, age_p90 = percentiles(ages)
     lag_p50, lag_p90 = percentiles(lags)
     srr = golden.stale_retrieval_rate if golden else None
@@ -87,6 +98,7 @@ def measure(
     score = freshness_score(
         stale_share,
         srr,
+        error_share,
         lag_p90,
         age_p50,
         lag_target_s=checks.lag_target_h * 3600,
@@ -105,15 +117,19 @@ def measure(
         mrr=golden.score.mrr if golden else None,
         score=score,
         alert=score < checks.freshness_alert,
+        error_share=error_share,
         details={
             "sections": len(rows),
             "landed": len(lags),
+            "live_pages": len(live),
+            "failing_pages": failing,
+            "error_share": error_share,
             "golden_queries": golden.score.queries if golden else 0,
             "golden_misses": golden.score.misses if golden else [],
             "stale_queries": golden.stale_queries if golden else [],
         },
     )
-    row = {k: v for k, v in asdict(report).items() if k != "alert"}
+    row = {k: v for k, v in asdict(report).items() if k not in ("alert", "error_share")}
     MetricsStore(ctx.store).add_metrics({**row, "run_id": run_id, "measured_at": now})
     return report
 
@@ -161,16 +177,22 @@ def _updated(page_date: str | None) -> float | None:
 
 
 def freshness_status(ctx: SourceContext) -> dict[str, Any]:
-    """The metrics part of `freshness status`: the latest measurement and its history, the
-    golden-set queries and sections missing run after run (probable chunking problems), a
-    pending re-index request, and the citation resolution rate of the last 30 days."""
+    """The metrics part of `freshness status`: the latest measurement (with its fetch error
+    share beside the score) and its history, the golden-set queries and sections missing run
+    after run (probable chunking problems), a pending re-index request, and the citation
+    resolution rate of the last 30 days."""
     metrics = MetricsStore(ctx.store)
     history = metrics.history(ctx.name)
     latest = history.iloc[-1].to_dict() if len(history) else None
     keys = metrics.cited_keys(ctx.name)
     resolved = sum(1 for k in keys if ctx.store.section_by_key(ctx.name, ctx.store.resolve_key(ctx.name, k)[0]))
     return {
-        "freshness": latest and {**latest, "alert": latest["score"] < ctx.source.checks.freshness_alert},
+        "freshness": latest
+        and {
+            **latest,
+            "error_share": latest["details"].get("error_share"),  # None: measured before it was
+            "alert": latest["score"] < ctx.source.checks.freshness_alert,
+        },
         "freshness_history": history.astype(object).where(history.notna(), None).to_dict("records"),
         "chunking_problems": metrics.chronic_misses(ctx.name, ctx.source.checks.golden_miss_runs),
         "reindex_requested": (metrics.pending_reindex(ctx.name) or {}).get("reason"),

@@ -42,13 +42,14 @@ def search(
     settings: Settings, query: str, *, k: int = 5, source: str | None = None, record: bool = True
 ) -> list[Result]:
     """Top-k sections by cosine similarity. With `record`, the returned keys are kept for the
-    citation resolution rate and a weak best match is logged (query, score, URL, time)."""
+    citation resolution rate and a weak best match is logged (query, score, URL, time). An
+    unknown `source` is a ConfigError; an index with nothing in it returns no results and
+    records nothing (there is no match to be weak)."""
+    chosen = [settings.source(source)] if source else settings.sources
     embedder = make_embedder(settings.embedder)
     vector = embedder.embed([query])[0].tolist()
     results: list[Result] = []
-    for s in settings.sources:
-        if source and s.name != source:
-            continue
+    for s in chosen:
         ctx = SourceContext.open(settings, s.name)
         try:
             state = ctx.store.source_state(s.name)
@@ -71,7 +72,7 @@ def search(
         finally:
             ctx.close()
     top = sorted(results, key=lambda r: -r.score)[:k]
-    if record:
+    if record and top:
         _record(settings, query, top, embedder.model)
     return top
 
@@ -85,11 +86,12 @@ def _old_model_vector(settings: Settings, state: SourceState, query: str) -> lis
 
 
 def _record(settings: Settings, query: str, top: list[Result], model: str) -> None:
+    """`top` is not empty."""
     threshold = weak_threshold(settings)
-    best = top[0] if top else None
+    best = top[0]
     weak = None
-    if threshold is not None and (best is None or best.score < threshold):
-        weak = {"query": query, "model": model, "best_score": best and best.score, "best_url": best and best.url}
+    if threshold is not None and best.score < threshold:
+        weak = {"query": query, "model": model, "best_score": best.score, "best_url": best.url}
     store = StateStore(state_url(settings))
     try:
         MetricsStore(store).record_search(weak=weak, cited=sorted({(r.source, r.key) for r in top}))
@@ -99,9 +101,7 @@ def _record(settings: Settings, query: str, top: list[Result], model: str) -> No
 
 def resolve(settings: Settings, key: str, *, source: str | None = None) -> dict[str, Any] | None:
     """Follow key redirects (renamed headings, moved pages) to the section's current text."""
-    for s in settings.sources:
-        if source and s.name != source:
-            continue
+    for s in [settings.source(source)] if source else settings.sources:
         ctx = SourceContext.open(settings, s.name)
         try:
             current, hops = ctx.store.resolve_key(s.name, key)

@@ -9,10 +9,11 @@ import uuid
 from pathlib import Path
 
 import dagster as dg
+import pytest
 import yaml
 from dagster._core.execution.backfill import PartitionBackfill
 
-from freshness_pipeline.config import TierPolicy
+from freshness_pipeline.config import ConfigError, TierPolicy
 from freshness_pipeline.core.cadence import HOUR, Due, due
 from freshness_pipeline.defs.assets import TIER_TAG
 from freshness_pipeline.defs.definitions import defs
@@ -71,6 +72,48 @@ def test_tier_sensor_requests_only_due_tiers(sources: Path, site: DocsSite, inst
     # A refresh in flight: nothing is launched beside it.
     add_run(instance, "hot", dg.DagsterRunStatus.STARTED)
     assert evaluate(tier_cadence_sensor, instance).skip_message == "no tier is due"
+
+
+def test_a_failed_or_canceled_refresh_does_not_cover_its_tier(
+    sources: Path, site: DocsSite, instance: dg.DagsterInstance
+) -> None:
+    write_sources(sources, site.sitemap_url, tiers={"hot_every_h": 4, "warm_every_h": 24, "cold_every_h": 168})
+    (first,) = evaluate(tier_cadence_sensor, instance).run_requests
+    assert first.run_key == f"{SOURCE}:all:0"
+
+    # The full run fails: still due, under a new run key (the daemon drops a repeated key).
+    add_run(instance, None, dg.DagsterRunStatus.FAILURE)
+    (retry,) = evaluate(tier_cadence_sensor, instance).run_requests
+    assert TIER_TAG not in retry.tags and retry.run_key == f"{SOURCE}:all:0:retry1"
+    add_run(instance, None, dg.DagsterRunStatus.CANCELED)
+    (again,) = evaluate(tier_cadence_sensor, instance).run_requests
+    assert again.run_key == f"{SOURCE}:all:0:retry2"
+
+    # The retry is starting: nothing is launched beside it.
+    add_run(instance, None, dg.DagsterRunStatus.STARTING)
+    assert evaluate(tier_cadence_sensor, instance).skip_message == "no tier is due"
+
+
+def test_a_failed_tier_run_is_retried_and_a_success_covers_it(
+    sources: Path, site: DocsSite, instance: dg.DagsterInstance
+) -> None:
+    write_sources(sources, site.sitemap_url, tiers={"hot_every_h": 4, "warm_every_h": 24, "cold_every_h": 168})
+    add_run(instance, None, dg.DagsterRunStatus.SUCCESS)
+    add_run(instance, "hot", dg.DagsterRunStatus.FAILURE)  # a failure after a success
+    assert evaluate(tier_cadence_sensor, instance).skip_message == "no tier is due"  # the success covers hot
+
+
+@pytest.mark.parametrize("sensor", [sources_partitions_sensor, tier_cadence_sensor, version_bump_sensor])
+def test_a_broken_sources_file_fails_the_tick(
+    sensor: dg.SensorDefinition, sources: Path, site: DocsSite, instance: dg.DagsterInstance
+) -> None:
+    write_sources(sources, site.sitemap_url, tiers={"rules": [{"pattern": "(", "tier": "hot"}]})
+    # Raised, not a SkipReason: the daemon records a failed (red) tick with this message.
+    with pytest.raises(
+        ConfigError, match=r"sources\.0\.tiers\.rules\.0\.pattern: Value error, not a valid regex"
+    ) as err:
+        evaluate(sensor, instance)
+    assert str(sources) in str(err.value)
 
 
 def test_due_tiers() -> None:

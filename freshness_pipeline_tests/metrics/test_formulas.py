@@ -38,13 +38,25 @@ def test_content_age_takes_the_earliest_evidence_of_the_last_change() -> None:
 
 
 def test_embedding_lag_from_first_sight_or_the_pages_own_date() -> None:
-    # Seen at 10h, landed at 12h: 2h.
-    assert embedding_lag(12 * H, first_seen=10 * H, page_updated=None) == 2 * H
-    # The page says it was updated by 4h (end of its day): the lag counts from there.
-    assert embedding_lag(12 * H, first_seen=10 * H, page_updated=4 * H) == 8 * H
-    # A date later than the landing (the end of today) says nothing.
-    assert embedding_lag(12 * H, first_seen=10 * H, page_updated=24 * H) == 2 * H
-    assert embedding_lag(12 * H, first_seen=None, page_updated=None) is None
+    def lag(seen: float | None, updated: float | None, *, first_seen: float = 0.0, previous: float | None = 6 * H):
+        return embedding_lag(12 * H, seen, updated, first_seen=first_seen, previous_run=previous)
+
+    # Previous run started at 6h; this one saw the change at 10h, landed it at 12h: 2h.
+    assert lag(10 * H, None) == 2 * H
+    # The page says it was updated by 8h (end of its day), after the previous run began:
+    # the change happened while we were not looking, so the lag counts from 8h: 4h.
+    assert lag(10 * H, 8 * H) == 4 * H
+    # A date before the previous run began says nothing more (that run would have seen it).
+    assert lag(10 * H, 4 * H) == 2 * H
+    # A date later than the sighting (the end of today) says nothing either.
+    assert lag(10 * H, 24 * H) == 2 * H
+    # Never earlier than the page's first fetch: first seen at 9h, dated 8h -> 3h.
+    assert lag(10 * H, 8 * H, first_seen=9 * H) == 3 * H
+    # A source's first run: no previous run, so a page published long ago (its date 1h)
+    # lags from its first fetch (10h), not from its publication: 2h, not 11h.
+    assert lag(10 * H, 1 * H, first_seen=10 * H, previous=None) == 2 * H
+    assert lag(None, None) is None
+    assert lag(None, 8 * H) == 4 * H  # no sighting recorded, but a date after the last run
 
 
 def test_factor_is_one_within_target_then_target_over_value() -> None:
@@ -56,13 +68,17 @@ def test_factor_is_one_within_target_then_target_over_value() -> None:
 def test_composite_score_worked_examples() -> None:
     day = 24 * H
     kw = {"lag_target_s": day, "age_target_s": 730 * day}
-    assert freshness_score(0.0, None, None, None, **kw) == 1.0
-    # 0.9^0.35 * 0.8^0.35 * (24/48)^0.2 * 1 = 0.96380 * 0.92487 * 0.87055 = 0.77600
-    assert freshness_score(0.1, 0.2, 2 * day, 100 * day, **kw) == pytest.approx(0.77600, abs=1e-5)
+    assert freshness_score(0.0, None, 0.0, None, None, **kw) == 1.0
+    # 0.9^0.3 * 0.8^0.3 * 1^0.15 * (24/48)^0.15 * 1 = 0.96889 * 0.93524 * 0.90125 = 0.81667
+    assert freshness_score(0.1, 0.2, 0.0, 2 * day, 100 * day, **kw) == pytest.approx(0.81667, abs=1e-5)
     # Only the age is off: 4x the target -> 0.25^0.1 = 0.87055.
-    assert freshness_score(0.0, 0.0, 0.0, 4 * 730 * day, **kw) == pytest.approx(0.87055, abs=1e-5)
-    # A fully stale index scores 0 whatever else is good.
-    assert freshness_score(1.0, 0.0, 0.0, 0.0, **kw) == 0.0
+    assert freshness_score(0.0, 0.0, 0.0, 0.0, 4 * 730 * day, **kw) == pytest.approx(0.87055, abs=1e-5)
+    # A fifth of the live pages failing their last fetch: 0.8^0.15 = 0.96708 (under 0.95
+    # only past 29%).
+    assert freshness_score(0.0, None, 0.2, None, None, **kw) == pytest.approx(0.96708, abs=1e-5)
+    # A fully stale index, or a site whose every page errors, scores 0 whatever else is good.
+    assert freshness_score(1.0, 0.0, 0.0, 0.0, 0.0, **kw) == 0.0
+    assert freshness_score(0.0, None, 1.0, None, None, **kw) == 0.0
 
 
 def test_golden_scores_from_ranks() -> None:

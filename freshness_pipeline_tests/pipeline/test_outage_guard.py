@@ -59,7 +59,9 @@ def test_with_the_guard_off_a_mass_deletion_is_a_blocking_spike(dagster_home: Pa
 
     site_docs = generate(4, sections_per_page=2, seed=33)
     with DocsSite() as site:
-        fr = Freshness(dagster_home / "sources.yaml", site.sitemap_url, source_settings={"fetch": {"max_gone_share": 1.0}})
+        fr = Freshness(
+            dagster_home / "sources.yaml", site.sitemap_url, source_settings={"fetch": {"max_gone_share": 1.0}}
+        )
         site.publish(site_docs.markdown())
         fr.run()
         edited = Site(copy.deepcopy(site_docs.pages))
@@ -78,8 +80,11 @@ def test_with_the_guard_off_a_mass_deletion_is_a_blocking_spike(dagster_home: Pa
 def test_any_tier_run_indexes_a_new_page(dagster_home: Path) -> None:
     docs = generate(2, sections_per_page=1, seed=34).markdown()
     with DocsSite() as site:
-        fr = Freshness(dagster_home / "sources.yaml", site.sitemap_url,
-                       source_settings={"tiers": {"rules": [{"pattern": "/changelog", "tier": "hot"}]}})
+        fr = Freshness(
+            dagster_home / "sources.yaml",
+            site.sitemap_url,
+            source_settings={"tiers": {"rules": [{"pattern": "/changelog", "tier": "hot"}]}},
+        )
         site.publish(docs)
         assert fr.run()["new"] == 2
         docs["guide/fresh.md"] = generate(1, sections_per_page=1, seed=35).markdown()["guide/page0.md"]

@@ -1,0 +1,157 @@
+"""The `freshness` command line: what `run` prints and its exit codes (checks, spikes and
+the --allow-spike override), `--sources` on either side of the command, a closed pipe, and
+the small commands' edge cases (`search -k 0`, `weak --json`, `deliver`, `resolve`)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+import pytest
+import yaml
+
+from freshness_pipeline.cli import main, run_lines
+from freshness_pipeline.defs.checks import ALLOW_SPIKE_TAG
+from freshness_pipeline.demo.server import DocsSite
+from freshness_pipeline_tests.sitegen import Site, generate
+
+FEEDBACK = "Was this page helpful? Tell us in the forum."
+
+
+def write_sources(path: Path, sitemap: str, **top: object) -> Path:
+    body = {"sources": [{"name": "docs", "sitemap": sitemap}], "embedder": {"provider": "hashing"}, **top}
+    path.write_text(yaml.safe_dump(body))
+    return path
+
+
+def cli(*args: str, expect: int = 0) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    assert code == expect, f"freshness {' '.join(args)} exited {code}:\n{out.getvalue()}\n{err.getvalue()}"
+    return out.getvalue(), err.getvalue()
+
+
+# -- `freshness run` text, from the runner's outcome ----------------------------------------
+
+
+def test_run_lines_show_only_the_counts_the_run_produced() -> None:
+    assert run_lines("docs", {"status": "failure", "message": "fetched_pages: DiscoveryError: boom"}) == [
+        "docs: the crawl did not run",
+        "  failure: fetched_pages: DiscoveryError: boom",
+    ]
+    blocked = {"status": "blocked", "message": "change_spike: 24 of 24 sections", "crawled": 8, "errors": 0}
+    assert run_lines("docs", blocked)[:2] == [
+        "docs: crawled: 8 errors: 0 (nothing was indexed)",
+        "  blocked: change_spike: 24 of 24 sections",
+    ]
+
+
+def test_run_lines_list_failed_checks_and_ten_error_pages() -> None:
+    counts = {"crawled": 30, "new": 0, "changed": 2, "unchanged": 16, "gone": 0, "errors": 12}
+    outcome = {
+        "status": "success",
+        **counts,
+        "checks": [
+            {"name": "stale_share", "severity": "ERROR", "passed": False, "description": "12% stale\nsecond line"},
+            {"name": "flagged_pages", "severity": "WARN", "passed": False, "description": "1 page flagged"},
+        ],
+        "error_pages": {f"https://d.example/p{i}": "HTTP 500" for i in range(12)},
+    }
+    lines = run_lines("docs", outcome)
+    assert lines[0] == "docs: crawled: 30 new: 0 changed: 2 unchanged: 16 gone: 0 errors: 12"
+    assert lines[1:3] == ["  check stale_share: ERROR: 12% stale", "  check flagged_pages: WARN: 1 page flagged"]
+    assert lines[3:13] == [f"  error: https://d.example/p{i}: HTTP 500" for i in range(10)]
+    assert lines[13:] == ["  ... and 2 more pages in error"]
+
+
+# -- through Dagster ---------------------------------------------------------------------
+
+
+def test_run_exit_codes_checks_and_the_spike_override(dagster_home: Path) -> None:
+    docs = generate(6, sections_per_page=3, seed=5)
+    with DocsSite() as site:
+        sources = str(write_sources(dagster_home / "sources.yaml", site.sitemap_url))
+        site.publish(docs.markdown())
+        out, _ = cli("run", "--sources", sources)  # --sources after the command
+        assert out.startswith("docs: crawled: 6 new: 6 changed: 0 unchanged: 0 gone: 0 errors: 0"), out
+        cli("--sources", sources, "run")  # quiet: the history the spike rule needs
+
+        # A template redeploy rewrites every section: a blocking spike, exit 1, nothing indexed.
+        redeploy = Site({rel: [(h, f"{t} {FEEDBACK}") for h, t in secs] for rel, secs in docs.pages.items()})
+        site.publish(redeploy.markdown())
+        out, _ = cli("run", "--sources", sources, expect=1)
+        lines = out.splitlines()
+        assert lines[0] == "docs: crawled: 6 errors: 0 (nothing was indexed)", out
+        assert lines[1].startswith("  blocked: change_spike: ") and ALLOW_SPIKE_TAG in lines[1]
+
+        # Reviewed: let it through. Success with a non-blocking ERROR check still exits 0.
+        out, _ = cli("run", "--allow-spike", "--sources", sources)
+        lines = out.splitlines()
+        assert lines[0] == "docs: crawled: 6 new: 0 changed: 6 unchanged: 0 gone: 0 errors: 0", out
+        assert any(line.startswith("  check stale_share: ERROR: ") for line in lines), out
+        assert any(line.startswith("  check change_spike: WARN: ") for line in lines), out
+        with dg.DagsterInstance.get() as instance:
+            (last,) = instance.get_runs(limit=1)
+            assert last.tags[ALLOW_SPIKE_TAG] == "true"
+
+        out, _ = cli("run", "--json", "--sources", sources)
+        quiet = json.loads(out)
+        assert quiet["status"] == "success" and quiet["changed"] == 0 and quiet["checks"] == []
+
+        # The small commands on this index.
+        records = [json.loads(line) for line in cli("dump", "--sources", sources)[0].splitlines()]
+        assert len(records) == 18 and all(FEEDBACK in r["text"] for r in records)
+        _, err = cli("resolve", "0" * 40, "--sources", sources, expect=1)
+        assert err.strip() == f"no current section for key {'0' * 40!r} (unknown, or its page is gone)"
+        assert cli("deliver", "--sources", sources)[0] == "no webhooks configured\n"
+
+
+def test_weak_json_is_plain_json(dagster_home: Path) -> None:
+    with DocsSite() as site:
+        # Every search is weak under a threshold above any cosine similarity.
+        path = write_sources(dagster_home / "sources.yaml", site.sitemap_url, weak_thresholds={"hashing-v1-256": 1.5})
+        site.publish(generate(2, sections_per_page=2, seed=3).markdown())
+        sources = str(path)
+        cli("run", "--sources", sources)
+        cli("search", "where/is the retry limit?", "--sources", sources)
+    out, _ = cli("weak", "--json", "--sources", sources)
+    assert "\\/" not in out
+    (row,) = json.loads(out)
+    assert row["query"] == "where/is the retry limit?" and row["best_url"].startswith("http://127.0.0.1")
+    assert row["best_score"] == round(row["best_score"], 4)
+
+
+def test_search_k_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["search", "anything", "-k", "0"])
+    assert exc.value.code == 2
+    assert "argument -k: must be at least 1, not 0" in capsys.readouterr().err
+
+
+def test_sources_before_the_command_is_kept(dagster_home: Path) -> None:
+    path = write_sources(dagster_home / "sources.yaml", "http://127.0.0.1:9/sitemap.xml")
+    (row,) = json.loads(cli("--sources", str(path), "status", "--json")[0])
+    assert row["source"] == "docs" and row["last_run"] is None
+    missing = str(dagster_home / "missing.yaml")
+    cli("--sources", missing, "status", "--sources", str(path))  # the one after the command wins
+    _, err = cli("status", "--sources", missing, expect=2)
+    assert "missing.yaml" in err
+
+
+def test_a_closed_pipe_ends_quietly(dagster_home: Path) -> None:
+    """`freshness status | head -0`: the reader is gone before anything is written."""
+    path = write_sources(dagster_home / "sources.yaml", "http://127.0.0.1:9/sitemap.xml")
+    env = {**os.environ, "DAGSTER_HOME": str(dagster_home)}
+    cmd = [sys.executable, "-m", "freshness_pipeline.cli", "status", "--sources", str(path)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc.stdout.close()  # type: ignore[union-attr]
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 141, err.decode()
+    assert b"Traceback" not in err and b"BrokenPipeError" not in err, err.decode()
