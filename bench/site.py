@@ -10,12 +10,13 @@ from __future__ import annotations
 import hashlib
 import html
 import random
-import socket
 import time
 import uuid
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
+
+from freshness_pipeline.demo.server import LoopbackHandler
 
 SECTIONS_PER_PAGE = 8
 WORDS_PER_PARAGRAPH = 60
@@ -92,16 +93,7 @@ def serve(spec: SiteSpec, port: int, ready: Any) -> None:
     etags = {p: f'"{hashlib.sha1(b).hexdigest()[:16]}"' for p, b in static.items()} if spec.etags else {}
     sitemap = _sitemap(port, spec.pages)
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def setup(self) -> None:
-            super().setup()
-            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
+    class Handler(LoopbackHandler):
         def do_GET(self) -> None:
             if self.path == "/sitemap.xml":
                 return self._send(200, sitemap, "application/xml")
