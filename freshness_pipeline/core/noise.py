@@ -289,8 +289,12 @@ def _is_template_candidate(block: str) -> bool:
     return not is_heading(block) and not _FENCE.match(block)
 
 
-def learn_template_blocks(pages: Iterable[str], *, share: float, min_pages: int = 5) -> frozenset[str]:
-    """Fingerprints of the blocks found on more than `share` of `pages` (normalized markdown).
+def learn_template_blocks(
+    pages: Iterable[str], *, share: float, keep: Collection[str] = (), min_pages: int = 5
+) -> frozenset[str]:
+    """Fingerprints of the blocks found on more than `share` of `pages` (normalized markdown),
+    plus those in `keep` (the set learned last time) still on more than half that share:
+    hysteresis, so a block hovering at the threshold does not flip the set run after run.
 
     Headings and code blocks are never template. Fewer than `min_pages` pages teach nothing.
     """
@@ -300,7 +304,7 @@ def learn_template_blocks(pages: Iterable[str], *, share: float, min_pages: int 
         counts.update({block_fingerprint(b) for b in split_blocks(page) if _is_template_candidate(b)})
     if n < min_pages:
         return frozenset()
-    return frozenset(fp for fp, c in counts.items() if c > share * n)
+    return frozenset(fp for fp, c in counts.items() if c > share * n or (fp in keep and c > share / 2 * n))
 
 
 def normalize(

@@ -23,7 +23,6 @@ from ..pipeline.crawl import CrawlReport, crawl
 from ..pipeline.indexing import IndexReport, apply_plan
 from ..pipeline.planning import StagedPlan, make_plan
 from ..pipeline.sections import SectionSet, current_sections
-from ..pipeline.status import source_status
 from .partitions import sources_partitions
 from .resources import FreshnessResource
 
@@ -69,7 +68,6 @@ def fetched_pages(context: dg.AssetExecutionContext, freshness: FreshnessResourc
     with freshness.open(context.partition_key) as ctx:
         allow = context.run.tags.get(ALLOW_SPIKE_TAG, "").lower() == "true"
         report = crawl(ctx, tier=tier, allow_mass_gone=allow)
-    tiers = source_status(freshness.settings(), context.partition_key)["tiers"]
     context.log.info(
         f"{report.source}: crawled {report.crawled} pages "
         f"({', '.join(f'{k} {v}' for k, v in sorted(report.outcomes.items()))})"
@@ -85,7 +83,7 @@ def fetched_pages(context: dg.AssetExecutionContext, freshness: FreshnessResourc
             "flagged": len(report.flagged),
             "seconds": round(report.seconds, 3),
             "tier": report.tier or "all",
-            **{f"pages_{t}": tiers.get(t, 0) for t in TIERS},
+            **{f"pages_{t}": report.tiers.get(t, 0) for t in TIERS},
             "errors_by_page": md_table(sorted(report.errors.items())[:50], ("page", "reason")),
         },
     )

@@ -13,9 +13,9 @@ import dagster as dg
 
 from ..config import CheckPolicy
 from ..core.spike import history_shares, judge, suspects
+from ..pipeline.crawl import CrawlReport
 from ..pipeline.planning import StagedPlan
 from ..pipeline.reconcile import reconcile
-from ..pipeline.status import source_status
 from .assets import ALLOW_SPIKE_TAG, diff_plan, fetched_pages, md_table, vector_index
 from .partitions import sources_partitions
 from .resources import FreshnessResource
@@ -156,8 +156,8 @@ def reconcile_clean(context: dg.AssetCheckExecutionContext, freshness: Freshness
     description="Pages flagged for review (soft 404s, bot walls, repeated errors). Their last "
     "good text stays indexed until a person looks. WARN with the list.",
 )
-def flagged_pages(context: dg.AssetCheckExecutionContext, freshness: FreshnessResource) -> dg.AssetCheckResult:
-    flagged = source_status(freshness.settings(), context.partition_key)["flagged"]
+def flagged_pages(fetched_pages: CrawlReport) -> dg.AssetCheckResult:
+    flagged = list(fetched_pages.for_review.items())
     return dg.AssetCheckResult(
         passed=not flagged,
         severity=dg.AssetCheckSeverity.WARN,

@@ -40,6 +40,8 @@ class CrawlReport:
     errors: dict[str, str] = field(default_factory=dict)  # url -> reason
     flagged: dict[str, str] = field(default_factory=dict)  # url -> reason
     skipped: dict[str, str] = field(default_factory=dict)  # url -> reason
+    tiers: dict[str, int] = field(default_factory=dict)  # live pages per tier, after this crawl
+    for_review: dict[str, str] = field(default_factory=dict)  # every page flagged now, url -> why
     tier: str | None = None
     seconds: float = 0.0
 
@@ -86,7 +88,11 @@ def crawl(ctx: SourceContext, *, tier: str | None = None, allow_mass_gone: bool 
         for row in rows.values():
             row.tier = tier_for(row.url, src.tiers, change_times=row.change_times, first_seen=row.first_seen, now=now)
         store.save_pages(rows.values())  # rows loaded without their text keep it
-        _learn_templates(ctx, changed=report.changed_pages + report.new_pages > 0)
+        pages = {**known, **rows}
+        report.tiers = dict(Counter(p.tier for p in pages.values() if p.state == "live"))
+        report.for_review = {u: p.flag for u, p in sorted(pages.items()) if p.flag}
+        live = [u for u, p in pages.items() if p.state == "live"]
+        _learn_templates(ctx, live, changed=report.changed_pages + report.new_pages > 0)
     report.crawled = len(results)
     report.outcomes = dict(Counter(r.outcome.value for r in results))
     report.seconds = time.time() - started
@@ -307,23 +313,20 @@ def _move(
     return new
 
 
-def _learn_templates(ctx: SourceContext, *, changed: bool) -> None:
-    """Relearn the source's repeated blocks when any page changed, with hysteresis: a
-    learned block stays until it falls under half the share, so the set does not flap."""
+def _learn_templates(ctx: SourceContext, live: list[str], *, changed: bool) -> None:
+    """Relearn the source's repeated blocks when any page changed (see
+    `learn_template_blocks` for the hysteresis); creates the source's state on its first crawl."""
     store, src = ctx.store, ctx.source
     state = store.source_state(src.name)
     if state is not None and not changed:
         return
-    live = [p.url for p in store.load_pages(src.name, with_markdown=False).values() if p.state == "live"]
-    texts = list(store.page_markdown(src.name, live).values())
-    share = src.noise.repeated_block_share
-    learned = learn_template_blocks(texts, share=share)
-    if state is not None:
-        learned |= frozenset(state.template_blocks) & learn_template_blocks(texts, share=share / 2)
-    v = ctx.versions
-    state = state or SourceState(src.name, v.normalizer, v.chunker, v.model, v.dims)
-    if sorted(learned) != sorted(state.template_blocks):
-        state.template_blocks = sorted(learned)
-        store.save_source_state(state)
-    elif store.source_state(src.name) is None:
-        store.save_source_state(state)
+    kept = state.template_blocks if state else ()
+    texts = store.page_markdown(src.name, live).values()
+    learned = sorted(learn_template_blocks(texts, share=src.noise.repeated_block_share, keep=kept))
+    if state is None:
+        v = ctx.versions
+        state = SourceState(src.name, v.normalizer, v.chunker, v.model, v.dims)
+    elif learned == sorted(state.template_blocks):
+        return
+    state.template_blocks = learned
+    store.save_source_state(state)

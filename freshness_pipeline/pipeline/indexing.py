@@ -136,10 +136,12 @@ def apply_plan(ctx: SourceContext, staged: StagedPlan, *, run_id: str | None = N
                 {*state.retired_namespaces, active_ns} if reindex else set(state.retired_namespaces)
             ),
         )
-        counts = _counts(staged, plan, embedded=embedded, deleted=len(deletes), orphans=removed, reindex=reindex)
+        events = _events(staged, staged.plan)  # what changed, not what a re-index rewrote
+        counts = _counts(
+            staged, plan, events, embedded=embedded, deleted=len(deletes), orphans=removed, reindex=reindex
+        )
         counts["restored"] = restored
         counts.update(golden)
-        events = _events(staged, staged.plan)  # what changed, not what a re-index rewrote
         store.commit(
             new_state,
             plan,
@@ -325,10 +327,16 @@ def _events(staged: StagedPlan, plan: Plan) -> list[ChangeEvent]:
 
 
 def _counts(
-    staged: StagedPlan, plan: Plan, *, embedded: int, deleted: int, orphans: int, reindex: bool
+    staged: StagedPlan,
+    plan: Plan,
+    events: list[ChangeEvent],
+    *,
+    embedded: int,
+    deleted: int,
+    orphans: int,
+    reindex: bool,
 ) -> dict[str, int]:
     crawl = staged.sections.crawl
-    events = _events(staged, staged.plan)
     kinds = [e.kind for e in events]
     new, changed, gone = kinds.count("new"), kinds.count("changed"), kinds.count("gone")
     crawled = crawl.crawled if crawl else 0

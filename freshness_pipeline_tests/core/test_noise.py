@@ -143,6 +143,15 @@ def test_template_blocks_are_removed_but_not_headings() -> None:
     assert learn_template_blocks(pages[:4], share=0.6) == frozenset()
 
 
+def test_a_learned_block_stays_until_under_half_the_share() -> None:
+    banner = "Join our community forum today."
+    pages = [f"# P{i}\n\nOwn text {w}.\n\n{banner if i < 4 else 'Plain words.'}" for i, w in enumerate(VOCAB[:10])]
+    fp = block_fingerprint(banner)
+    assert fp not in learn_template_blocks(pages, share=0.6)  # on 4 of 10 pages: not template
+    assert fp in learn_template_blocks(pages, share=0.6, keep={fp})  # learned before, still over 30%
+    assert fp not in learn_template_blocks(pages[:2] + pages[4:], share=0.6, keep={fp})  # 2 of 8: gone
+
+
 def test_split_blocks_keeps_fences_and_headings_apart() -> None:
     md = "Para one\nstill one\n## Head\n```\na\n\nb\n```\n```\nc\n```\nafter"
     assert split_blocks(md) == ["Para one\nstill one", "## Head", "```\na\n\nb\n```", "```\nc\n```", "after"]

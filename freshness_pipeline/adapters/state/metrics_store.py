@@ -66,7 +66,7 @@ class MetricsStore:
                     }
                 )
             if rows:
-                self.store._upsert(conn, t, rows, ["source", "kind", "subject"])
+                self.store.upsert_rows(conn, t, rows, ["source", "kind", "subject"])
             # Subjects no longer in the golden set stop counting.
             gone = set(prev) - set(outcomes)
             if gone:
@@ -89,7 +89,7 @@ class MetricsStore:
     def request_reindex(self, source: str, reason: str, from_version: int) -> None:
         row = {"source": source, "reason": reason, "from_version": from_version, "requested_at": time.time()}
         with self.engine.begin() as conn:
-            self.store._insert_ignore(conn, schema.reindex_requests, [row])  # the first reason stands
+            self.store.insert_ignore_rows(conn, schema.reindex_requests, [row])  # the first reason stands
 
     def pending_reindex(self, source: str) -> dict[str, Any] | None:
         t = schema.reindex_requests
@@ -175,4 +175,4 @@ class MetricsStore:
 
     def _save_cursor(self, row: dict[str, Any]) -> None:
         with self.engine.begin() as conn:
-            self.store._upsert(conn, schema.webhook_cursors, [{**row, "updated_at": time.time()}], ["url"])
+            self.store.upsert_rows(conn, schema.webhook_cursors, [{**row, "updated_at": time.time()}], ["url"])

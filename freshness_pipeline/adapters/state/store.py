@@ -197,9 +197,9 @@ class StateStore:
         state.updated_at = time.time()
         if conn is None:
             with self.engine.begin() as c:
-                self._upsert(c, schema.sources, [asdict(state)], ["source"])
+                self.upsert_rows(c, schema.sources, [asdict(state)], ["source"])
         else:
-            self._upsert(conn, schema.sources, [asdict(state)], ["source"])
+            self.upsert_rows(conn, schema.sources, [asdict(state)], ["source"])
 
     def source_names(self) -> list[str]:
         with self.engine.connect() as conn:
@@ -238,7 +238,7 @@ class StateStore:
                 with_text.append(d)
         with self.engine.begin() as conn:
             for dicts in (with_text, without_text):
-                self._upsert(conn, schema.pages, dicts, ["source", "url"])
+                self.upsert_rows(conn, schema.pages, dicts, ["source", "url"])
 
     # -- manifest ------------------------------------------------------------------------
 
@@ -326,7 +326,7 @@ class StateStore:
         ]
         if rows:
             with self.engine.begin() as conn:
-                self._insert_ignore(conn, schema.embedding_cache, rows)
+                self.insert_ignore_rows(conn, schema.embedding_cache, rows)
 
     # -- write-ahead intents -------------------------------------------------------------
 
@@ -334,7 +334,7 @@ class StateStore:
         rows = [{"source": source, "namespace": namespace, "id": i} for i in ids]
         if rows:
             with self.engine.begin() as conn:
-                self._insert_ignore(conn, schema.pending_writes, rows)
+                self.insert_ignore_rows(conn, schema.pending_writes, rows)
 
     def pending(self, source: str) -> dict[str, set[str]]:
         t = schema.pending_writes
@@ -383,7 +383,7 @@ class StateStore:
             for i in range(0, len(rows), _CHUNK):
                 conn.execute(t.insert(), rows[i : i + _CHUNK])
             if plan.key_redirects:
-                self._upsert(
+                self.upsert_rows(
                     conn,
                     schema.key_redirects,
                     [{"source": source, "old_key": o, "new_key": n, "created_at": now} for o, n in plan.key_redirects],
@@ -449,13 +449,13 @@ class StateStore:
     # One statement with many parameter sets (executemany): about 10x faster than a
     # multi-row VALUES clause, which SQLAlchemy compiles anew for every batch.
 
-    def _upsert(self, conn: Connection, table: Table, rows: list[dict[str, Any]], keys: list[str]) -> None:
+    def upsert_rows(self, conn: Connection, table: Table, rows: list[dict[str, Any]], keys: list[str]) -> None:
         if rows:
             stmt = self._dialect(conn).insert(table)
             cols = {c: stmt.excluded[c] for c in rows[0] if c not in keys}
             conn.execute(stmt.on_conflict_do_update(index_elements=keys, set_=cols), rows)
 
-    def _insert_ignore(self, conn: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
+    def insert_ignore_rows(self, conn: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
         if rows:
             conn.execute(self._dialect(conn).insert(table).on_conflict_do_nothing(), rows)
 
