@@ -135,6 +135,25 @@ def _negated_pair(removed: tuple[str, ...], added: tuple[str, ...]) -> bool:
     return False
 
 
+# A typo-level edit touches a few words. On a small vocabulary two different texts can
+# land within `threshold` bits by chance; bounding the edit itself keeps a rewrite "changed".
+_EDIT_MIN_WORDS = 4
+_EDIT_MAX_SHARE = 0.05
+
+
+def _words_edited(old: str, new: str) -> int:
+    """Words removed plus words added, on the simhash's view of the words (case, edge
+    punctuation and repeated words do not count)."""
+    a, b = _simhash_words(old), _simhash_words(new)
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    return sum((i2 - i1) + (j2 - j1) for op, i1, i2, j1, j2 in matcher.get_opcodes() if op != "equal")
+
+
+def _max_words_edited(old: str, new: str) -> int:
+    longer = max(len(old.split()), len(new.split()))
+    return max(_EDIT_MIN_WORDS, int(_EDIT_MAX_SHARE * longer))
+
+
 @dataclass(frozen=True, slots=True)
 class FuzzyVerdict:
     """Why an edited section still counts as unchanged."""
@@ -156,7 +175,7 @@ def fuzzy_unchanged(
     if threshold <= 0 or old_sim is None or new_sim is None:
         return None
     distance = hamming(old_sim, new_sim)
-    if distance > threshold:
+    if distance > threshold or _words_edited(old_text, new_text) > _max_words_edited(old_text, new_text):
         return None
     removed, added = word_diff(old_text, new_text)
     if any(is_meaningful(w) for w in (*removed, *added)) or _negated_pair(removed, added):

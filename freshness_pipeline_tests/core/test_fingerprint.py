@@ -120,3 +120,25 @@ def test_short_or_rewritten_texts_are_changed() -> None:
     assert verdict("a short text", "a short text.") is None  # no simhash under 20 words
     old = " ".join(VOCAB)
     assert verdict(old, " ".join(reversed(VOCAB))) is None  # far apart
+
+
+def test_a_rewrite_within_the_threshold_by_chance_is_changed() -> None:
+    # Found by hypothesis (test_plan): two different texts from a small vocabulary whose
+    # simhashes are 3 bits apart. The edit is a rewrite, not a typo.
+    old = (
+        "The install retry cache configure. Stream server send write the send first on result for response "
+        "client setting. The large quick close user timeout last for each site new quick fast request each. "
+        "Proxy the large fast send pool. The read close the server read proxy open fast each client proxy "
+        "close new section with token.\n\nOld small first pool. Simple response server index proxy with "
+        "stream default every text module and each of simple new stream."
+    )
+    new = (
+        "Large token request page send cache write on send first on result for request client setting. User "
+        "the install retry cache each old the open the large the fast retry old default body configure.\n\n"
+        "The large open quick close user timeout last for each site new quick retry fast the each. The cache "
+        "proxy. The large of write send pool of the setting. The limit quick server read proxy open fast each "
+        "the proxy close new section with token.\n\nOld small first pool site simple client response server "
+        "index proxy stream. With default every text module and default of large first."
+    )
+    assert hamming(simhash(old), simhash(new)) <= THRESHOLD  # the simhash alone would forgive it
+    assert verdict(old, new) is None
