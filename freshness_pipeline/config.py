@@ -140,11 +140,20 @@ class Source(_Strict):
 class EmbedderConfig(_Strict):
     provider: Literal["local", "openai", "hashing"] = "local"
     model: str | None = None  # default per provider
+    # local: torch | onnx | onnx-int8 (default); a change re-indexes (docs/benchmarks.md)
+    backend: Literal["torch", "onnx", "onnx-int8"] | None = None
     dimensions: int | None = None
     base_url: str | None = None  # OpenAI-compatible servers
     batch_size: int = 64
     max_batch_tokens: int = 250_000
     timeout_s: float = 60.0  # openai: per request; a timed-out request is retried
+
+
+    @model_validator(mode="after")
+    def _backend_is_local(self) -> EmbedderConfig:
+        if self.backend is not None and self.provider != "local":
+            raise ValueError(f"backend is a setting of provider local, not {self.provider}")
+        return self
 
 
 class VectorStoreConfig(_Strict):

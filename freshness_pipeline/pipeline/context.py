@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..adapters.embedders import make_embedder
 from ..adapters.embedders.base import Embedder
+from ..adapters.embedders.local import model_id, resolve
 from ..adapters.state.store import SourceState, StateStore
 from ..adapters.vectorstores import make_vector_store
 from ..adapters.vectorstores.base import VectorStore
@@ -42,9 +43,10 @@ def versions_for(settings: Settings, source: Source) -> Versions:
     """The versions a refresh would build with now, without loading any model."""
     cfg = settings.embedder
     model = (
-        cfg.model
+        model_id(*resolve(cfg.model, cfg.backend))
+        if cfg.provider == "local"
+        else cfg.model
         or {
-            "local": "all-MiniLM-L6-v2",
             "openai": "text-embedding-3-small",
             "hashing": f"hashing-v1-{cfg.dimensions or DEFAULT_DIMS['hashing']}",
         }[cfg.provider]

@@ -35,7 +35,8 @@ class Result:
 def weak_threshold(settings: Settings) -> float | None:
     """The weak-match threshold of the configured embedding model, if it has one."""
     model = versions_for(settings, settings.sources[0]).model if settings.sources else ""
-    return settings.weak_thresholds.get(model, WEAK_THRESHOLDS.get(model))
+    # Calibrated per model; a backend (`+onnx-int8`) keeps its model's threshold (docs/metrics.md).
+    return settings.weak_thresholds.get(model, WEAK_THRESHOLDS.get(model.partition("+")[0]))
 
 
 def search(

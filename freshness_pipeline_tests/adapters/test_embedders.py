@@ -170,7 +170,7 @@ def test_local_model_puts_related_sentences_closer() -> None:
 
 def test_local_model_loads_lazily() -> None:
     e = LocalEmbedder()
-    assert e._model is None and e.embed([]).shape == (0, 384)
+    assert e._encode is None and e.embed([]).shape == (0, 384)
     with pytest.raises(ValueError, match="no local copy"):
         LocalEmbedder("some-other-model")
 
@@ -200,3 +200,56 @@ def test_make_vector_store(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> N
             VectorStoreConfig(provider="pinecone", host="http://127.0.0.1:9"),
             default_path=tmp_path,
         )
+
+
+# --- local backends (torch, ONNX, ONNX int8) -----------------------------------------------
+
+SENTENCES = [
+    "The cat is sleeping on the sofa.",
+    "A kitten naps on the couch.",
+    "Quarterly tax returns are due at the end of April.",
+    "Set `retry_limit` to change how many times an upload is retried after a network error.",
+]
+
+
+@pytest.mark.slow
+def test_onnx_backends_agree_with_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FRESHNESS_MODEL_CACHE", str(tmp_path))
+    torch_vecs = LocalEmbedder(backend="torch").embed(SENTENCES)
+    onnx = LocalEmbedder(backend="onnx")
+    int8 = LocalEmbedder(backend="onnx-int8")
+    assert (onnx.model, int8.model) == ("all-MiniLM-L6-v2+onnx", "all-MiniLM-L6-v2+onnx-int8")
+    fp32_vecs, int8_vecs = onnx.embed(SENTENCES), int8.embed(SENTENCES)
+    assert np.sum(fp32_vecs * torch_vecs, axis=1).min() > 0.9999
+    assert np.sum(int8_vecs * torch_vecs, axis=1).min() > 0.98
+    assert np.linalg.norm(int8_vecs, axis=1) == pytest.approx(np.ones(len(SENTENCES)), abs=1e-5)
+    cat, kitten, taxes, _ = int8_vecs
+    assert cat @ kitten > cat @ taxes + 0.3
+    # Exported once into the cache, then reused: a second embedder does not export again.
+    files = sorted(tmp_path.rglob("*.onnx"))
+    assert [f.name for f in files] == ["model.int8-per-channel.onnx", "model.onnx"]
+    stamps = [f.stat().st_mtime_ns for f in files]
+    LocalEmbedder(backend="onnx-int8").embed(SENTENCES[:1])
+    assert [f.stat().st_mtime_ns for f in files] == stamps
+    assert not [f for f in tmp_path.rglob("*") if f.name.endswith(".tmp")]
+
+
+def test_backend_is_part_of_the_model_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    from freshness_pipeline.adapters.embedders.local import DEFAULT_BACKEND, resolve
+    from freshness_pipeline.config import Settings
+    from freshness_pipeline.pipeline.context import versions_for
+
+    def model(**embedder: str) -> str:
+        settings = Settings(sources=[{"name": "s", "sitemap": "http://127.0.0.1:9/s.xml"}], embedder=embedder)
+        return versions_for(settings, settings.sources[0]).model
+
+    assert model() == f"all-MiniLM-L6-v2+{DEFAULT_BACKEND}" == make_embedder(EmbedderConfig()).model
+    assert model(backend="torch") == "all-MiniLM-L6-v2" == make_embedder(EmbedderConfig(backend="torch")).model
+    assert model(backend="onnx") == "all-MiniLM-L6-v2+onnx"
+    # The active index's model id (as search reads it) carries its own backend.
+    assert resolve("all-MiniLM-L6-v2+onnx", "torch") == ("all-MiniLM-L6-v2", "onnx")
+    assert make_embedder(EmbedderConfig(model="all-MiniLM-L6-v2+onnx")).model == "all-MiniLM-L6-v2+onnx"
+    with pytest.raises(ValueError, match="unknown local backend"):
+        LocalEmbedder(backend="tensorrt")
+    with pytest.raises(ValueError, match="backend is a setting of provider local"):
+        EmbedderConfig(provider="hashing", backend="onnx")

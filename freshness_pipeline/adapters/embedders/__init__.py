@@ -31,8 +31,9 @@ def make_embedder(cfg: EmbedderConfig, *, api_key: str | None = None) -> Embedde
             max_batch_tokens=cfg.max_batch_tokens,
             timeout=cfg.timeout_s,
         )
-    from freshness_pipeline.adapters.embedders.local import LocalEmbedder
+    from freshness_pipeline.adapters.embedders.local import LocalEmbedder, resolve
 
     if cfg.dimensions is not None:
         raise ConfigError("embedder.dimensions cannot be set for provider local")
-    return LocalEmbedder(cfg.model or "all-MiniLM-L6-v2", batch_size=cfg.batch_size)
+    model, backend = resolve(cfg.model, cfg.backend)
+    return LocalEmbedder(model, batch_size=cfg.batch_size, backend=backend)

