@@ -58,9 +58,10 @@ def make_plan(ctx: SourceContext, sections: SectionSet) -> StagedPlan:
         sections.sections,
         fuzzy_threshold=src.noise.fuzzy_threshold,
         page_moves=sections.moves,
+        seen_month=time.strftime("%Y-%m", time.gmtime(started)),
     )
     prev_ids = {s.id for s in previous}
-    touched = set(plan.deletes) | {s.id for s in plan.changed if s.id in prev_ids}
+    touched = set(plan.deletes) | {s.id for s in [*plan.changed, *plan.payload] if s.id in prev_ids}
     staged = StagedPlan(
         source=src.name,
         plan=plan,
@@ -76,6 +77,7 @@ def make_plan(ctx: SourceContext, sections: SectionSet) -> StagedPlan:
         "new": len(plan.new),
         "changed": len(plan.changed),
         "moved": len(plan.moved),
+        "payload_updated": len(plan.payload),
         "unchanged": staged.indexed_before - len(touched),
         "removed": len(plan.removed),
         "fuzzy_unchanged": len(plan.fuzzy),
