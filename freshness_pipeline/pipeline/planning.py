@@ -29,7 +29,9 @@ class StagedPlan:
     @property
     def stale_share(self) -> float:
         """Indexed records whose stored text no longer matches the live page."""
-        stale = len(self.plan.changed) + len(self.plan.removed) + len(self.plan.moved)
+        # A changed section under a new key (a renamed heading) stands for a removed record.
+        changed = sum(1 for s in self.plan.changed if s.id in self.previous_ids)
+        stale = changed + len(self.plan.removed) + len(self.plan.moved)
         return stale / self.indexed_before if self.indexed_before else 0.0
 
     @property
