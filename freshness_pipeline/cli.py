@@ -142,7 +142,7 @@ def _names(settings: Settings, only: str | None) -> list[str]:
     return [settings.source(only).name] if only else [s.name for s in settings.sources]
 
 
-COUNTS = ("crawled", "new", "changed", "unchanged", "gone", "errors")
+COUNTS = ("crawled", "new", "changed", "unchanged", "gone", "errors", "embedded", "payload_updated", "deleted")
 SHOWN_ERRORS = 10
 
 
@@ -212,7 +212,8 @@ def _search(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     for i, h in enumerate(hits, 1):
         span = f"  chars {h.start}-{h.end}" if h.start is not None else "  (not in the live page text)"
-        print(f"{i}. {h.score:.3f}  {h.url}  [{h.heading_path}]  key={h.key}{span}")
+        as_of = f"  as of {h.as_of}" if h.as_of else ""
+        print(f"{i}. {h.score:.3f}  {h.url}  [{h.heading_path}]{as_of}  key={h.key}{span}")
         print(f"   {h.text[:160].replace(chr(10), ' ')}")
     if not hits:
         print("no results")

@@ -1,14 +1,25 @@
-"""HTML page -> clean markdown, title and date, with trafilatura and htmldate."""
+"""HTML page -> clean markdown, title and declared date, with trafilatura and lxml.
+
+A page's date is what the page declares, never a guess: `article:modified_time`,
+`og:updated_time`, JSON-LD `dateModified`, a "Last updated"/"Updated on" line in the
+article, a `<time datetime>` in the article's header, `<meta name="date">`,
+`article:published_time`, JSON-LD `datePublished`, in that order. No free-text search of the body: a date in an example or
+in the newest entry of a changelog is not the page's date (htmldate's `find_date` searches
+the body even in fast mode, so only its parser of one declared string is used).
+"""
 
 from __future__ import annotations
 
+import json
 import logging
 import re
+from collections.abc import Iterator
 from copy import deepcopy
 from dataclasses import dataclass
+from datetime import datetime
 
-import htmldate
 import trafilatura
+from htmldate.extractors import try_date_expr
 from lxml import etree
 from lxml.html import Element, HtmlElement
 from trafilatura.metadata import extract_title
@@ -35,7 +46,7 @@ _CONFIG.set("DEFAULT", "MIN_EXTRACTED_SIZE", "1")
 class Extracted:
     markdown: str  # "" when the page has no extractable text
     title: str | None = None
-    date: str | None = None  # "YYYY-MM-DD", last-updated preferred over published
+    date: str | None = None  # "YYYY-MM-DD" the page declares, last-updated before published
 
 
 def extract(html: str, url: str) -> Extracted:
@@ -53,16 +64,6 @@ def extract(html: str, url: str) -> Extracted:
         tree.resolve_base_href(handle_failures="ignore")
         tree.make_links_absolute(url, resolve_base_href=False, handle_failures="ignore")
         title = extract_title(tree)
-        # Fast mode: markup and meta tags only, no free-text search; a date in the URL (the
-        # publication's, usually) only as a last resort; never the page chrome, whose build
-        # stamps and copyright lines date the site, not the page.
-        date = htmldate.find_date(
-            _without_chrome(tree),
-            extensive_search=False,
-            original_date=False,
-            url=url,
-            deferred_url_extractor=True,
-        )
         markdown = trafilatura.extract(
             _content_root(tree),
             output_format="markdown",
@@ -77,7 +78,59 @@ def extract(html: str, url: str) -> Extracted:
     except Exception:  # trafilatura and lxml raise many kinds of errors on broken markup
         logger.warning("extraction failed for %s", url, exc_info=True)
         return Extracted("")
-    return Extracted(_own_line_fences(markdown or ""), title or None, date)
+    markdown = _own_line_fences(markdown or "")
+    return Extracted(markdown, title or None, declared_date(tree, markdown))
+
+
+_MIN_DATE, _MAX_DATE = datetime(1995, 1, 1), datetime(2100, 1, 1)
+_MODIFIED_META = etree.XPath(
+    "//meta[@property='article:modified_time' or @name='article:modified_time']/@content"
+    " | //meta[@property='og:updated_time' or @name='og:updated_time']/@content"
+)
+_DATE_META = etree.XPath("//meta[translate(@name, 'DATE', 'date')='date']/@content")
+_PUBLISHED_META = etree.XPath("//meta[@property='article:published_time' or @name='article:published_time']/@content")
+_HEADER_TIME = etree.XPath("(//article//header//time | //main//header//time)/@datetime")
+_JSON_LD = etree.XPath("//script[@type='application/ld+json']/text()")
+# A line of the article that says when the page was updated, e.g. "Last updated: June 3, 2026".
+_UPDATED_LINE = re.compile(
+    r"^[\W_]*(?:this\s+page\s+was\s+|page\s+)?(?:last\s+(?:updated|modified)\s*:?|updated\s*(?:on\b|:))"
+    r"\s*(?:on\s+)?(?P<when>[^\n]{6,60}?)[\W_]*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def declared_date(tree: HtmlElement, markdown: str) -> str | None:
+    """The first date the page declares, as "YYYY-MM-DD" (see the module docstring)."""
+    ld = list(_json_ld_dates(tree))
+    candidates = (
+        *_MODIFIED_META(tree),
+        *(v for k, v in ld if k == "dateModified"),
+        *(m.group("when") for m in _UPDATED_LINE.finditer(markdown)),
+        *_HEADER_TIME(tree),
+        *_DATE_META(tree),
+        *_PUBLISHED_META(tree),
+        *(v for k, v in ld if k == "datePublished"),
+    )
+    for value in candidates:
+        if isinstance(value, str) and (day := try_date_expr(value.strip(), "%Y-%m-%d", False, _MIN_DATE, _MAX_DATE)):
+            return day
+    return None
+
+
+def _json_ld_dates(tree: HtmlElement) -> Iterator[tuple[str, object]]:
+    """(dateModified | datePublished, value) anywhere in the page's JSON-LD, in order."""
+    for raw in _JSON_LD(tree):
+        try:
+            stack = [json.loads(raw)]
+        except ValueError:
+            continue  # broken JSON-LD declares nothing
+        while stack:
+            node = stack.pop(0)
+            if isinstance(node, list):
+                stack[:0] = node
+            elif isinstance(node, dict):
+                yield from ((k, node[k]) for k in ("dateModified", "datePublished") if k in node)
+                stack[:0] = [v for v in node.values() if isinstance(v, (dict, list))]
 
 
 _TRAILING_FENCE = re.compile(r"(.*\S)[ \t]*```[ \t]*")
@@ -98,16 +151,6 @@ def _own_line_fences(markdown: str) -> str:
             in_code ^= line.lstrip().startswith("```")
             out.append(line)
     return "\n".join(out)
-
-
-_CHROME = etree.XPath("//footer|//nav|//header|//aside")
-
-
-def _without_chrome(tree: HtmlElement) -> HtmlElement:
-    copy = deepcopy(tree)
-    for el in _CHROME(copy):
-        el.drop_tree()
-    return copy
 
 
 def _content_root(tree: HtmlElement) -> HtmlElement:

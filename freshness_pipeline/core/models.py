@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -39,7 +41,9 @@ class Section:
     """One indexed unit: a heading section, or one chunk of a long one.
 
     `key` is the section's identity (page URL + heading path) and never depends on its
-    text; `content_hash` is the sha256 of exactly what gets embedded (`embed_text`).
+    text; `content_hash` is the sha256 of exactly what gets embedded (`embed_text`, the
+    retrieval text: heading path and words, no links, markup or dates). Everything else
+    is payload (`payload_hash`): shown to readers, updated without an embedding call.
     """
 
     key: str
@@ -47,12 +51,14 @@ class Section:
     url: str
     heading_path: tuple[str, ...]
     ordinal: int  # position of the section within its page
-    text: str  # normalized section body, without the heading line
-    embed_text: str  # what the embedder sees: date header + text
-    content_hash: str
-    simhash: int | None  # None when the text is too short for a fuzzy fingerprint
-    tokens: int
-    page_date: str | None = None  # "YYYY-MM"
+    text: str  # normalized section body as markdown (links kept), without the heading line
+    embed_text: str  # the retrieval text: what the embedder sees (core/retrieval.py)
+    content_hash: str  # sha256 of embed_text
+    simhash: int | None  # of embed_text; None when it is too short for a fuzzy fingerprint
+    tokens: int  # of embed_text, counted with the embedder's own tokenizer
+    page_date: str | None = None  # the page's declared date ("YYYY-MM-DD") when segmented
+    title: str | None = None  # the page's title
+    as_of: str | None = None  # declared date when the text last changed, else month first seen
 
     @property
     def id(self) -> str:
@@ -62,6 +68,12 @@ class Section:
     @property
     def heading(self) -> str:
         return " > ".join(self.heading_path)
+
+    @property
+    def payload_hash(self) -> str:
+        """Identity of what a reader sees besides the vector: text with links, title, as_of."""
+        shown = [self.url, self.heading, self.text, self.title, self.as_of]
+        return hashlib.sha256(json.dumps(shown).encode()).hexdigest()
 
 
 def record_id(key: str, chunk_index: int) -> str:
@@ -93,12 +105,14 @@ class Plan:
 
     source: str
     new: list[Section] = field(default_factory=list)
-    changed: list[Section] = field(default_factory=list)
+    changed: list[Section] = field(default_factory=list)  # retrieval text changed: embed
     moved: list[Move] = field(default_factory=list)
+    payload: list[Section] = field(default_factory=list)  # same retrieval text, new payload
     unchanged: list[str] = field(default_factory=list)  # ids kept as they are
     removed: list[str] = field(default_factory=list)  # ids whose section no longer exists
     key_redirects: list[tuple[str, str]] = field(default_factory=list)  # old key -> new key
     fuzzy: list[FuzzyMatch] = field(default_factory=list)
+    current: list[Section] = field(default_factory=list)  # every planned section, as_of set
 
     @property
     def upserts(self) -> list[Section]:

@@ -2,14 +2,21 @@
 
 Only the pages that may have changed are planned: `previous` holds the manifest rows of
 those pages and `current` their sections as they are now. Every previous id ends up in
-exactly one of unchanged / changed / removed / moved-from, and every current id in exactly
-one of unchanged / changed / new / moved-to.
+exactly one of unchanged / payload / changed / removed / moved-from, and every current id
+in exactly one of unchanged / payload / changed / new / moved-to.
+
+Only the retrieval text (`content_hash`) decides an embedding: a section whose retrieval
+text is the same but whose payload (markdown links, title) differs is a `payload` update,
+written to the vector store's metadata without an embedding call. Dates are payload too:
+a section's `as_of` is the page's declared date when its text last changed, else the
+month the pipeline first saw that text (`seen_month`).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from difflib import SequenceMatcher
 
 from .fingerprint import fuzzy_unchanged, word_diff
@@ -27,25 +34,31 @@ def plan_refresh(
     *,
     fuzzy_threshold: int = 0,
     page_moves: Mapping[str, str] | None = None,
+    seen_month: str | None = None,
 ) -> Plan:
     """Compare sections by id, then pair what is left by content (moves) and position
-    (renamed headings). `page_moves` maps an old page URL to the URL it redirects to."""
+    (renamed headings). `page_moves` maps an old page URL to the URL it redirects to;
+    `seen_month` ("YYYY-MM", now) dates new text on pages that declare no date."""
     prev = {s.id: s for s in previous}
     cur: dict[str, Section] = {}
     for s in current:
         if not s.text.strip():
             raise ValueError(f"{s.url}: section {s.heading!r} has no text; empty content is never planned")
-        cur[s.id] = s
+        cur[s.id] = replace(s, as_of=s.page_date or seen_month)  # as if its text were new
     plan = Plan(source=source)
 
     for sid in sorted(prev.keys() & cur.keys()):
         old, new = prev[sid], cur[sid]
+        if old.content_hash == new.content_hash or old.text == new.text:
+            new = cur[sid] = _dated_like(new, old)
         if old.content_hash == new.content_hash:
-            plan.unchanged.append(sid)
-        elif old.page_date == new.page_date and fuzzy_unchanged(
-            old.embed_text, new.embed_text, old.simhash, new.simhash, fuzzy_threshold
-        ):  # a new month in the "as of" header is a real change, however small
-            plan.unchanged.append(sid)
+            if old.payload_hash == new.payload_hash:
+                plan.unchanged.append(sid)
+            else:
+                plan.payload.append(new)
+        elif fuzzy_unchanged(old.embed_text, new.embed_text, old.simhash, new.simhash, fuzzy_threshold):
+            plan.unchanged.append(sid)  # the record stays as it is; a re-index takes the new
+            cur[sid] = _dated_like(new, old)  # text, with the date of its meaning
             removed, added = word_diff(old.embed_text, new.embed_text)
             distance = _hamming(old.simhash, new.simhash)
             plan.fuzzy.append(FuzzyMatch(sid, new.url, distance, removed, added))
@@ -68,6 +81,7 @@ def plan_refresh(
             old = _best(candidates, new, moves)
             candidates.remove(old)
             del gone[old.id]
+            new = cur[new.id] = _dated_like(new, old)
             plan.moved.append(Move(old_id=old.id, new=new))
             redirects.append((old, new.key))
         else:
@@ -94,7 +108,13 @@ def plan_refresh(
 
     plan.removed.extend(gone)
     plan.key_redirects = _one_target_per_key(redirects, live={s.key for s in cur.values()})
+    plan.current = sorted(cur.values(), key=lambda s: (s.url, s.ordinal, s.chunk_index))
     return plan
+
+
+def _dated_like(new: Section, old: Section) -> Section:
+    """`new` keeping the `as_of` of `old`, whose text it has: a date moves only with text."""
+    return replace(new, as_of=old.as_of) if old.as_of else new
 
 
 def _one_target_per_key(redirects: Iterable[tuple[Section, str]], live: set[str]) -> list[tuple[str, str]]:

@@ -1,8 +1,10 @@
 """Normalized page markdown -> `Section`s with stable keys.
 
 A section is the text under one ATX heading, keyed by page URL + heading path: its key never
-depends on its text, on its position, or on the other sections' text. Sections over the
-token budget are split into chunks, deterministically.
+depends on its text, on its position, or on the other sections' text. A section whose
+retrieval text (heading path included) is over the token budget, counted with the
+embedder's own tokenizer, is split into chunks, deterministically: nothing is ever
+truncated by the model.
 """
 
 from __future__ import annotations
@@ -10,21 +12,23 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from freshness_pipeline.core.fingerprint import content_hash, simhash
 from freshness_pipeline.core.models import Section
 from freshness_pipeline.core.noise import is_heading, split_blocks
+from freshness_pipeline.core.retrieval import retrieval_text
 from freshness_pipeline.core.tokens import get_encoding
 
-__all__ = ["CHUNKER_VERSION", "heading_text", "section_key", "segment"]
+__all__ = ["CHUNKER_VERSION", "TokenCount", "heading_text", "section_key", "segment"]
 
 # Bump whenever keys, chunk boundaries or embed texts would come out differently.
-CHUNKER_VERSION = "1"
+# 2: embed text is the retrieval text (no "as of" header, links or markup); the budget is
+# counted on it, heading path included, with the embedder's tokenizer.
+CHUNKER_VERSION = "2"
 
-_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-_PAGE_DATE = re.compile(r"(\d{4})-(\d{2})(?:-\d{2})?")
+TokenCount = Callable[[str], int]  # tokens of a text, as the embedder will count them
 
 _ATX = re.compile(r" {0,3}#{1,6}(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*")
 _IMAGE_OR_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
@@ -48,15 +52,6 @@ def heading_text(line: str) -> str:
 
 def section_key(url: str, heading_path: tuple[str, ...]) -> str:
     return hashlib.sha1(f"{url}#{' > '.join(heading_path)}".encode()).hexdigest()
-
-
-def _month(page_date: str) -> tuple[str, str]:
-    """("YYYY-MM", "Mon YYYY") of a "YYYY-MM" or "YYYY-MM-DD" date."""
-    m = _PAGE_DATE.fullmatch(page_date)
-    if m is None or not 1 <= int(m.group(2)) <= 12:
-        raise ValueError(f"page_date must be YYYY-MM or YYYY-MM-DD, got {page_date!r}")
-    year, month = m.groups()
-    return f"{year}-{month}", f"{_MONTHS[int(month) - 1]} {year}"
 
 
 def _sections(markdown: str) -> Iterator[tuple[tuple[str, ...], list[str]]]:
@@ -99,26 +94,33 @@ class _Piece:
 
 
 class _Chunker:
-    """Packs a section body into chunks of at most `budget` tokens."""
+    """Packs a section body into chunks whose retrieval text is at most `budget` tokens."""
 
-    def __init__(self, budget: int, encoding: str) -> None:
-        if budget < 4:  # one character can take 4 tokens (one per UTF-8 byte)
-            raise ValueError(f"budget must be at least 4 tokens, got {budget}")
+    def __init__(self, budget: int, count: TokenCount, heading_path: tuple[str, ...]) -> None:
         self.budget = budget
-        self.encoding = get_encoding(encoding)
+        self.count_text = count
+        self.heading_path = heading_path
+        if self.count("") > budget - 4:  # a heading path alone must leave room for words
+            raise ValueError(f"heading {' > '.join(heading_path)!r} alone is over the {budget}-token budget")
 
-    def count(self, text: str) -> int:
-        return len(self.encoding.encode_ordinary(text))
+    def embed_text(self, markdown: str) -> str:
+        return retrieval_text(self.heading_path, markdown)
+
+    def count(self, markdown: str) -> int:
+        return self.count_text(self.embed_text(markdown))
+
+    def fits(self, markdown: str) -> bool:
+        return self.count(markdown) <= self.budget
 
     def chunks(self, blocks: list[str]) -> list[str]:
         body = "\n\n".join(blocks)
-        if self.count(body) <= self.budget:
+        if self.fits(body):
             return [body]
         out: list[str] = []
         current = ""
         for piece in (p for block in blocks for p in self._pieces(block)):
             candidate = f"{current}{piece.joiner}{piece.text}" if current else piece.text
-            if not current or self.count(candidate) <= self.budget:
+            if not current or self.fits(candidate):
                 current = candidate
             else:
                 out.append(current)
@@ -129,11 +131,11 @@ class _Chunker:
     def _pieces(self, text: str, joiner: str = "\n\n", level: int = 0) -> Iterator[_Piece]:
         """`text` whole if it fits, else cut at the next finer boundary: lines, sentences,
         then token windows. The separators cut at become the pieces' joiners."""
-        if self.count(text) <= self.budget:
+        if self.fits(text):
             yield _Piece(text, joiner)
         elif level == len(_SPLITS):
             for i, window in enumerate(self._windows(text)):
-                yield _Piece(window, joiner if i == 0 else "")
+                yield _Piece(window, joiner if i == 0 else " ")
         else:
             parts = _SPLITS[level].split(text)  # [text, separator, text, ...]
             for i in range(0, len(parts), 2):
@@ -141,19 +143,32 @@ class _Chunker:
                     yield from self._pieces(parts[i], parts[i - 1] if i else joiner, level + 1)
 
     def _windows(self, text: str) -> list[str]:
-        """`text` cut at token boundaries into spans of at most `budget` tokens."""
-        tokens = self.encoding.encode_ordinary(text)
-        _, offsets = self.encoding.decode_with_offsets(tokens)
-        cuts = [offsets[i] for i in range(self.budget, len(tokens), self.budget)]
-        spans = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)]) if a < b]
-        # A span re-encodes to at most a few more tokens than it was cut from: halve those.
+        """`text` cut into the longest prefixes that fit, at a space when there is one
+        (binary search: any tokenizer, no offsets needed)."""
         out: list[str] = []
-        for span in spans:
-            if self.count(span) <= self.budget or len(span) == 1:
-                out.append(span)
-            else:
-                out += self._windows(span[: len(span) // 2]) + self._windows(span[len(span) // 2 :])
+        rest = text.strip()
+        while rest:
+            if self.fits(rest):
+                out.append(rest)
+                break
+            lo, hi = 1, len(rest)  # fits(rest[:lo]) is checked below; rest[:hi] does not fit
+            if not self.fits(rest[:1]):
+                raise ValueError(f"one character of {rest[:20]!r} is over the {self.budget}-token budget")
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (mid, hi) if self.fits(rest[:mid]) else (lo, mid)
+            cut = rest.rfind(" ", 0, lo + 1)
+            if cut <= 0 or not self.fits(rest[:cut]):
+                cut = lo
+            out.append(rest[:cut].rstrip())
+            rest = rest[cut:].lstrip()
         return out
+
+
+def tiktoken_counter(encoding: str = "cl100k_base") -> TokenCount:
+    """Tokens of a text in a tiktoken encoding (OpenAI models, and the default)."""
+    enc = get_encoding(encoding)
+    return lambda text: len(enc.encode_ordinary(text))
 
 
 def segment(
@@ -161,15 +176,20 @@ def segment(
     markdown: str,
     *,
     page_date: str | None = None,
+    title: str | None = None,
     budget: int = 400,
     encoding: str = "cl100k_base",
+    count: TokenCount | None = None,
 ) -> list[Section]:
-    """The sections of one page's normalized markdown, chunked to `budget` tokens.
+    """The sections of one page's normalized markdown, each chunk's retrieval text at most
+    `budget` tokens as `count` measures them (default: `encoding`, a tiktoken encoding).
 
-    `url` must be the page's normalized URL: it is part of every key.
+    `url` must be the page's normalized URL: it is part of every key. `page_date` (the
+    page's declared date) and `title` are payload: they never change what is embedded.
     """
-    month, as_of = _month(page_date) if page_date else (None, None)
-    chunker = _Chunker(budget, encoding)
+    if budget < 8:
+        raise ValueError(f"budget must be at least 8 tokens, got {budget}")
+    count = count or tiktoken_counter(encoding)
     out: list[Section] = []
     ordinal = 0
     for path, blocks in _sections(markdown):
@@ -177,8 +197,9 @@ def segment(
         if not blocks:
             continue
         key = section_key(url, path)
+        chunker = _Chunker(budget, count, path)
         for index, text in enumerate(chunker.chunks(blocks)):
-            embed_text = f"(as of {as_of})\n\n{text}" if as_of else text
+            embed_text = chunker.embed_text(text)
             out.append(
                 Section(
                     key=key,
@@ -189,9 +210,10 @@ def segment(
                     text=text,
                     embed_text=embed_text,
                     content_hash=content_hash(embed_text),
-                    simhash=simhash(text),
-                    tokens=chunker.count(text),
-                    page_date=month,
+                    simhash=simhash(embed_text),
+                    tokens=count(embed_text),
+                    page_date=page_date,
+                    title=title,
                 )
             )
         ordinal += 1

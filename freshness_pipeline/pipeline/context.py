@@ -10,6 +10,7 @@ from pathlib import Path
 from ..adapters.embedders import make_embedder
 from ..adapters.embedders.base import Embedder
 from ..adapters.embedders.local import model_id, resolve
+from ..adapters.embedders.tokenizer import TokenizerSpec, tokenizer_for
 from ..adapters.state.store import SourceState, StateStore
 from ..adapters.vectorstores import make_vector_store
 from ..adapters.vectorstores.base import VectorStore
@@ -52,7 +53,6 @@ def versions_for(settings: Settings, source: Source) -> Versions:
         }[cfg.provider]
     )
     dims = cfg.dimensions or DEFAULT_DIMS.get(cfg.provider) or 1536
-    chunk = source.chunking
     # The source's own rule settings are part of its normalizer: turning a rule off must
     # re-extract and re-index like a new release of the rules would.
     noise = source.noise
@@ -62,7 +62,7 @@ def versions_for(settings: Settings, source: Source) -> Versions:
         normalizer += "/" + hashlib.sha1(repr(tuned).encode()).hexdigest()[:8]
     return Versions(
         normalizer=normalizer,
-        chunker=f"{CHUNKER_VERSION}/{chunk.encoding}/{chunk.token_budget}",
+        chunker=f"{CHUNKER_VERSION}/{tokenizer_for(cfg, source.chunking).label}",
         model=model,
         dims=dims,
     )
@@ -94,6 +94,11 @@ class SourceContext:
     def versions(self) -> Versions:
         return versions_for(self.settings, self.source)
 
+    @cached_property
+    def tokenizer(self) -> TokenizerSpec:
+        """How sections are measured: the embedder's tokenizer, capped at its window."""
+        return tokenizer_for(self.settings.embedder, self.source.chunking)
+
     @property
     def vectors(self) -> VectorStore:
         if self._vectors is None:
@@ -114,9 +119,10 @@ class SourceContext:
         self.store.close()
 
 
-def page_signature(text_hash: str | None, page_date: str | None, template_hash: str, v: Versions) -> str:
-    """What a page's sections depend on: its text, its month, the rules and the chunker."""
-    parts = [text_hash or "", (page_date or "")[:7], template_hash, v.normalizer, v.chunker]
+def page_signature(text_hash: str | None, title: str | None, template_hash: str, v: Versions) -> str:
+    """What a page's sections depend on: its text, its title (payload), the rules and the
+    chunker. Never its date: a date is payload that changes only with a section's text."""
+    parts = [text_hash or "", title or "", template_hash, v.normalizer, v.chunker]
     return hashlib.sha1("|".join(parts).encode()).hexdigest()
 
 

@@ -119,14 +119,11 @@ def stale_ids(ctx: SourceContext, hits: list[Hit], *, manifest_is_index: bool = 
         if page is None or page.state != "live":
             stale.update(h.id for h in page_hits)
             continue
-        sig = page_signature(page.text_hash, page.page_date, template_hash(blocks), ctx.versions)
+        sig = page_signature(page.text_hash, page.title, template_hash(blocks), ctx.versions)
         if manifest_is_index and sig == page.indexed_signature:
             continue
         md = ctx.store.page_markdown(ctx.name, [url]).get(url, "")
-        chunk = ctx.source.chunking
-        _, sections = segment_one(
-            SegmentJob(url, md, page.page_date, frozenset(blocks), chunk.token_budget, chunk.encoding)
-        )
+        _, sections = segment_one(SegmentJob(url, md, page.page_date, page.title, frozenset(blocks), ctx.tokenizer))
         live = {s.id: s.content_hash for s in sections} if isinstance(sections, list) else {}
         stale.update(h.id for h in page_hits if live.get(h.id) != h.metadata.get("content_hash"))
     return stale

@@ -1,6 +1,10 @@
 """Stage 4, `vector_index`: the commit protocol. The only place the manifest changes.
 
-    recover -> write-ahead intents -> embed (cache first) -> upsert -> delete -> verify -> commit
+    recover -> write-ahead intents -> embed (cache first) -> upsert -> payload updates
+            -> delete -> verify -> commit
+
+A payload update (same retrieval text, new links, title or `as_of`) rewrites a record's
+metadata in place: no embedding call, no vector written.
 
 Every step is idempotent. A run that dies anywhere leaves the manifest as it was, plus
 intents naming every id it may have written or deleted. The next run first *recovers*:
@@ -33,7 +37,7 @@ from .context import SourceContext, namespace
 from .planning import StagedPlan
 
 CRASH_ENV = "FRESHNESS_CRASH_AT"
-CRASH_POINTS = ("recovered", "intents", "embed", "upsert", "delete", "verified", "committed", "dropped")
+CRASH_POINTS = ("recovered", "intents", "embed", "upsert", "payload", "delete", "verified", "committed", "dropped")
 _passes: Counter[str] = Counter()
 
 
@@ -63,7 +67,9 @@ class IndexReport:
 
     def line(self) -> str:
         c = self.counts
-        return " ".join(f"{k}: {c.get(k, 0)}" for k in ("crawled", "new", "changed", "unchanged", "gone", "errors"))
+        pages = " ".join(f"{k}: {c.get(k, 0)}" for k in ("crawled", "new", "changed", "unchanged", "gone", "errors"))
+        records = " ".join(f"{k}: {c.get(k, 0)}" for k in ("embedded", "payload_updated", "deleted", "reused"))
+        return f"{pages}  | {records}"
 
 
 def apply_plan(ctx: SourceContext, staged: StagedPlan, *, run_id: str | None = None) -> IndexReport:
@@ -92,7 +98,7 @@ def apply_plan(ctx: SourceContext, staged: StagedPlan, *, run_id: str | None = N
             kept = store.manifest(src.name, staged.sections.errors) if staged.sections.errors else []
             plan = Plan(
                 source=src.name,
-                new=[*staged.sections.sections, *kept],
+                new=[*staged.plan.current, *kept],  # dated as the plan found them
                 key_redirects=staged.plan.key_redirects,
             )
         else:
@@ -101,7 +107,8 @@ def apply_plan(ctx: SourceContext, staged: StagedPlan, *, run_id: str | None = N
         ns = namespace(src.name, target)
         upserts = plan.upserts
         deletes = [] if reindex else plan.deletes
-        writes = {s.id for s in upserts}
+        payload = [] if reindex else plan.payload
+        writes = {s.id for s in upserts} | {s.id for s in payload}
 
         removed, restored = _recover(ctx, state, ns, writes | set(deletes))
         _crash_point("recovered")
@@ -116,6 +123,9 @@ def apply_plan(ctx: SourceContext, staged: StagedPlan, *, run_id: str | None = N
                 ns, [_record(s, vecs[s.content_hash], src.name, target, now) for s in upserts[i : i + batch]]
             )
             _crash_point("upsert")
+        if payload:
+            ctx.vectors.update_metadata(ns, {s.id: _metadata(s, src.name, target, now) for s in payload})
+            _crash_point("payload")
         if deletes:
             ctx.vectors.delete(ns, deletes)
             _crash_point("delete")
@@ -241,21 +251,24 @@ def vectors_for(
 
 
 def _record(s: Section, vec: np.ndarray, source: str, version: int, now: float) -> VectorRecord:
-    return VectorRecord(
-        id=s.id,
-        vector=vec.tolist(),
-        metadata={
-            "url": s.url,
-            "key": s.key,
-            "heading_path": s.heading,
-            "content_hash": s.content_hash,
-            "text": s.text,
-            "source": source,
-            "chunk_index": s.chunk_index,
-            "fetched_at": now,
-            "index_version": version,
-        },
-    )
+    return VectorRecord(id=s.id, vector=vec.tolist(), metadata=_metadata(s, source, version, now))
+
+
+def _metadata(s: Section, source: str, version: int, now: float) -> dict[str, object]:
+    """A record's payload: what a reader (or an answering model) sees with a hit."""
+    return {
+        "url": s.url,
+        "key": s.key,
+        "heading_path": s.heading,
+        "content_hash": s.content_hash,
+        "text": s.text,  # markdown, links kept
+        "title": s.title,
+        "as_of": s.as_of,
+        "source": source,
+        "chunk_index": s.chunk_index,
+        "fetched_at": now,
+        "index_version": version,
+    }
 
 
 class GoldenGateError(RuntimeError):
@@ -342,7 +355,7 @@ def _counts(
     crawled = crawl.crawled if crawl else 0
     errors = len(crawl.errors) if crawl else 0
     upserts = len(plan.upserts)
-    kept = 0 if reindex else staged.counts.get("unchanged", 0)
+    kept = 0 if reindex else staged.counts.get("unchanged", 0) + len(plan.payload)  # their vectors stay
     return {
         "crawled": crawled,
         "new": new,
@@ -353,6 +366,7 @@ def _counts(
         "flagged": len(crawl.flagged) if crawl else 0,
         "embedded": embedded,
         "upserted": upserts,
+        "payload_updated": 0 if reindex else len(plan.payload),
         "deleted": deleted,
         "reused": kept + upserts - embedded,
         "orphans_removed": orphans,

@@ -29,7 +29,9 @@ class StagedPlan:
     @property
     def stale_share(self) -> float:
         """Indexed records whose stored text no longer matches the live page."""
-        stale = len(self.plan.changed) + len(self.plan.removed) + len(self.plan.moved)
+        # A changed section under a new key (a renamed heading) stands for a removed record.
+        changed = sum(1 for s in self.plan.changed if s.id in self.previous_ids)
+        stale = changed + len(self.plan.removed) + len(self.plan.moved)
         return stale / self.indexed_before if self.indexed_before else 0.0
 
     @property
@@ -58,9 +60,10 @@ def make_plan(ctx: SourceContext, sections: SectionSet) -> StagedPlan:
         sections.sections,
         fuzzy_threshold=src.noise.fuzzy_threshold,
         page_moves=sections.moves,
+        seen_month=time.strftime("%Y-%m", time.gmtime(started)),
     )
     prev_ids = {s.id for s in previous}
-    touched = set(plan.deletes) | {s.id for s in plan.changed if s.id in prev_ids}
+    touched = set(plan.deletes) | {s.id for s in [*plan.changed, *plan.payload] if s.id in prev_ids}
     staged = StagedPlan(
         source=src.name,
         plan=plan,
@@ -76,6 +79,7 @@ def make_plan(ctx: SourceContext, sections: SectionSet) -> StagedPlan:
         "new": len(plan.new),
         "changed": len(plan.changed),
         "moved": len(plan.moved),
+        "payload_updated": len(plan.payload),
         "unchanged": staged.indexed_before - len(touched),
         "removed": len(plan.removed),
         "fuzzy_unchanged": len(plan.fuzzy),

@@ -24,9 +24,12 @@ class Result:
     url: str
     heading_path: str
     score: float  # cosine similarity of the query and the section
-    text: str
+    text: str  # the section's markdown, links kept
     start: int | None = None  # character offsets of `text` within the page's normalized
     end: int | None = None  # text (pages.markdown); None when the live page no longer has it
+    as_of: str | None = None  # the page's declared date when the text last changed, else the
+    #                           month it was first seen: what an answer can say "as of"
+    title: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -69,7 +72,12 @@ def search(
                 text = m.get("text", "")
                 at = pages.get(m["url"], "").find(text) if text else -1
                 span = (at, at + len(text)) if at >= 0 else (None, None)
-                results.append(Result(s.name, h.id, m["key"], m["url"], m["heading_path"], h.score, text, *span))
+                results.append(
+                    Result(
+                        s.name, h.id, m["key"], m["url"], m["heading_path"], h.score, text, *span,
+                        as_of=m.get("as_of") or None, title=m.get("title") or None,
+                    )
+                )
         finally:
             ctx.close()
     top = sorted(results, key=lambda r: -r.score)[:k]

@@ -1,6 +1,6 @@
 """Stage 2, `section_manifest`: the current sections of every page that may have changed.
 
-A page is re-segmented only when its signature (normalized text, month, rules, chunker)
+A page is re-segmented only when its signature (normalized text, title, rules, chunker)
 differs from the one its indexed sections were made from; every other page is carried as
 it is, which is what keeps a quiet run cheap.
 """
@@ -47,7 +47,6 @@ def current_sections(ctx: SourceContext, crawl: CrawlReport | None = None) -> Se
     blocks = frozenset(state.template_blocks)
     thash = template_hash(state.template_blocks)
     dirty: dict[str, str] = {}
-    dates: dict[str, str | None] = {}
     pages = store.load_pages(src.name, with_markdown=False)
     for page in pages.values():
         if page.state != "live":
@@ -60,20 +59,18 @@ def current_sections(ctx: SourceContext, crawl: CrawlReport | None = None) -> Se
         if page.text_hash is None:
             continue  # never had content (skipped, or only errors so far)
         out.live_pages += 1
-        sig = page_signature(page.text_hash, page.page_date, thash, ctx.versions)
+        sig = page_signature(page.text_hash, page.title, thash, ctx.versions)
         if out.reindex_reason or sig != page.indexed_signature:
             dirty[page.url] = sig
-            dates[page.url] = page.page_date
     # A page that moved onto a live page: the planner compares against that page's
     # indexed sections too, so it must have current ones even when its text is unchanged.
     for url in set(out.moves.values()) - dirty.keys():
         page = pages.get(url)
         if page is not None and page.state == "live" and page.text_hash is not None:
-            dirty[url] = page_signature(page.text_hash, page.page_date, thash, ctx.versions)
-            dates[url] = page.page_date
+            dirty[url] = page_signature(page.text_hash, page.title, thash, ctx.versions)
     markdown = store.page_markdown(src.name, dirty)
     jobs = [
-        SegmentJob(url, markdown.get(url, ""), dates[url], blocks, src.chunking.token_budget, src.chunking.encoding)
+        SegmentJob(url, markdown.get(url, ""), pages[url].page_date, pages[url].title, blocks, ctx.tokenizer)
         for url in sorted(dirty)
     ]
     for url, result in parallel_map(segment_one, jobs):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from itertools import chain, islice
 from typing import TypeVar
 
+from ..adapters.embedders.tokenizer import TokenizerSpec
 from ..core.extract import extract
 from ..core.models import Section
 from ..core.noise import RULES, normalize
@@ -46,9 +47,9 @@ class SegmentJob:
     url: str
     markdown: str
     page_date: str | None
+    title: str | None
     template_blocks: frozenset[str]
-    budget: int
-    encoding: str
+    tokenizer: TokenizerSpec
 
 
 def extract_one(job: ExtractJob) -> Extracted:
@@ -65,7 +66,10 @@ def segment_one(job: SegmentJob) -> tuple[str, list[Section] | str]:
     try:
         # Rules already ran at extraction; here only the source's template blocks go.
         md = normalize(job.markdown, url=job.url, disabled=RULES.keys(), template_blocks=job.template_blocks)
-        return job.url, segment(job.url, md, page_date=job.page_date, budget=job.budget, encoding=job.encoding)
+        t = job.tokenizer
+        return job.url, segment(
+            job.url, md, page_date=job.page_date, title=job.title, budget=t.budget, count=t.counter()
+        )
     except Exception as exc:
         return job.url, f"segmentation failed: {exc!r}"[:500]
 

@@ -4,6 +4,7 @@ renames reuse instead of duplicating; empty content is never planned."""
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -82,12 +83,43 @@ def test_fuzzy_never_hides_a_number() -> None:
     assert plan_refresh("s", [old], [new], fuzzy_threshold=64).changed == [new]
 
 
-def test_a_new_month_is_never_fuzzy_unchanged() -> None:
-    june = segment(URL, f"# Page\n\n{LONG}\n", page_date="2026-06-03")
-    june_later = segment(URL, f"# Page\n\n{LONG}\n", page_date="2026-06-28")
+def test_a_new_page_date_never_changes_a_section() -> None:
+    june = plan_refresh("s", [], segment(URL, f"# Page\n\n{LONG}\n", page_date="2026-06-03")).current
+    assert [s.as_of for s in june] == ["2026-06-03"]
     july = segment(URL, f"# Page\n\n{LONG}\n", page_date="2026-07-01")
-    assert plan_refresh("s", june, june_later, fuzzy_threshold=64).unchanged == [june[0].id]
-    assert plan_refresh("s", june, july, fuzzy_threshold=64).changed == july
+    plan = plan_refresh("s", june, july)
+    assert plan.unchanged == [june[0].id] and not (plan.upserts or plan.payload)
+    assert [s.as_of for s in plan.current] == ["2026-06-03"]  # the date its text last changed
+    edited = segment(URL, f"# Page\n\n{LONG} Now also on phones.\n", page_date="2026-07-01")
+    assert [s.as_of for s in plan_refresh("s", june, edited).changed] == ["2026-07-01"]
+
+
+def test_without_a_declared_date_as_of_is_the_month_first_seen() -> None:
+    first = plan_refresh("s", [], segment(URL, f"# Page\n\n{LONG}\n"), seen_month="2026-03").current
+    assert [s.as_of for s in first] == ["2026-03"]
+    later = plan_refresh("s", first, segment(URL, f"# Page\n\n{LONG}\n"), seen_month="2026-09")
+    assert [s.as_of for s in later.current] == ["2026-03"] and later.unchanged == [first[0].id]
+
+
+def test_a_link_target_edit_is_a_payload_update_not_an_embedding() -> None:
+    before = segment(URL, "# Page\n\nSee [the guide](https://a.test/old) for details.\n")
+    after = segment(URL, "# Page\n\nSee [the guide](https://a.test/new) for details.\n", title="Page")
+    assert before[0].content_hash == after[0].content_hash
+    plan = plan_refresh("s", before, after)
+    assert [s.text for s in plan.payload] == [after[0].text]
+    assert not (plan.upserts or plan.deletes or plan.unchanged)
+
+
+def test_every_previous_id_is_unchanged_payload_changed_or_deleted() -> None:
+    prev = [sec("A", "same"), sec("B", "links", ordinal=1), sec("C", "words", ordinal=2)]
+    cur = [sec("A", "same"), sec("B", "links", ordinal=1), sec("C", "other words", ordinal=2)]
+    cur[1] = replace(cur[1], text="[links](https://x.test)")
+    plan = plan_refresh("s", prev, cur)
+    assert (plan.unchanged, [s.id for s in plan.payload], [s.id for s in plan.changed]) == (
+        [prev[0].id],
+        [prev[1].id],
+        [prev[2].id],
+    )
 
 
 def test_empty_content_is_never_planned() -> None:
@@ -104,9 +136,10 @@ def test_every_id_lands_in_exactly_one_bucket(before: list[str], after: list[str
     prev = [sec(f"H{i}", t, ordinal=i) for i, t in enumerate(before)]
     cur = [sec(f"H{i}", t, ordinal=i) for i, t in enumerate(after)]
     plan = plan_refresh("s", prev, cur)
-    prev_side = [*plan.unchanged, *(s.id for s in plan.changed if s.id in {p.id for p in prev}), *plan.deletes]
+    rewritten = [*plan.changed, *plan.payload]
+    prev_side = [*plan.unchanged, *(s.id for s in rewritten if s.id in {p.id for p in prev}), *plan.deletes]
     assert sorted(prev_side) == sorted(p.id for p in prev)
-    cur_side = [*plan.unchanged, *(s.id for s in plan.upserts)]
+    cur_side = [*plan.unchanged, *(s.id for s in [*plan.upserts, *plan.payload])]
     assert sorted(cur_side) == sorted(c.id for c in cur)
     # Applying the plan to the manifest yields exactly the current sections.
     manifest = {p.id: p.content_hash for p in prev}

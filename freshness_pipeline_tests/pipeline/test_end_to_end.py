@@ -101,7 +101,7 @@ def test_search_status_and_resolve(dagster_home: Path, tmp_path: Path, capsys: p
             f"Guide Page1 > {heading}",
             text,
         )
-        assert top["score"] == pytest.approx(1.0, abs=1e-3)  # the query is the section's text
+        assert top["score"] > 0.9  # the query is the section's text; its heading is embedded too
 
         assert main(["--sources", str(sources), "resolve", top["key"], "--json"]) == 0
         assert json.loads(capsys.readouterr().out)["text"] == text

@@ -1,5 +1,6 @@
-"""Identity vs content through `freshness run`: a renamed heading keeps its vector, writes a
-key redirect, touches nothing else, and `freshness resolve OLD_KEY` finds the section.
+"""Identity vs content through `freshness run`: a renamed heading is embedded once (the
+heading path is part of the retrieval text), writes a key redirect, touches nothing else,
+and `freshness resolve OLD_KEY` finds the section.
 (Moved pages, via HTTP redirects, are in test_fetch_policy.py.)"""
 
 from __future__ import annotations
@@ -33,16 +34,17 @@ def test_renaming_one_heading_reembeds_nothing_else(dagster_home: Path) -> None:
         before = by_heading(fr.dump())
         old = before.pop(f"Guide Page1 > {heading}")
 
-        # Renamed, text untouched: the vector is reused and the old key redirects.
+        # Renamed, text untouched: the embedder sees the heading path, so that one section is
+        # embedded again (and nothing else), and the old key redirects.
         v2 = copy.deepcopy(v1)
         v2.pages[PAGE][1] = (f"{heading} explained", text)
         site.publish(v2.markdown())
         c = fr.run()
-        assert (c["embedded"], c["upserted"], c["deleted"], c["sections_moved"]) == (0, 1, 1, 1), c
+        assert (c["embedded"], c["upserted"], c["deleted"], c["sections_moved"]) == (1, 1, 1, 0), c
         after = by_heading(fr.dump())
         renamed = after.pop(f"Guide Page1 > {heading} explained")
         assert after == before, "a record other than the renamed one changed"
-        assert (renamed["text"], renamed["content_hash"]) == (old["text"], old["content_hash"])
+        assert renamed["text"] == old["text"] and renamed["content_hash"] != old["content_hash"]
         assert renamed["key"] != old["key"]
 
         found = fr.resolve(old["key"])
@@ -73,8 +75,8 @@ def test_a_section_split_under_new_headings_redirects_its_key_once(
     dagster_home: Path, any_state_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A long section (two chunks) becomes two headed sections holding the same two texts:
-    both vectors are reused and the old key redirects to where its first chunk went, once
-    (two rows for one key would break the manifest commit on Postgres)."""
+    both are embedded under their new headings and the old key redirects to where its first
+    chunk went, once (two rows for one key would break the manifest commit on Postgres)."""
     monkeypatch.setenv("FRESHNESS_STATE_URL", any_state_url)
     rng = random.Random(21)
     first, second = paragraph(rng), paragraph(rng)
@@ -88,7 +90,7 @@ def test_a_section_split_under_new_headings_redirects_its_key_once(
 
         site.publish({"guide.md": f"# Guide\n\n## Setup: part one\n\n{first}\n\n## Setup: part two\n\n{second}\n"})
         c = fr.run()
-        assert (c["embedded"], c["upserted"], c["deleted"], c["sections_moved"]) == (0, 2, 2, 2), c
+        assert (c["embedded"], c["upserted"], c["deleted"], c["sections_moved"]) == (2, 2, 2, 0), c
         found = fr.resolve(old_key)
         assert (found["heading_path"], found["text"], found["redirects"]) == (
             "Guide > Setup: part one",

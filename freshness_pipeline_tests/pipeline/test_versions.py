@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from freshness_pipeline.adapters.embedders import make_embedder
+from freshness_pipeline.adapters.state.store import StateStore
 from freshness_pipeline.adapters.vectorstores.lancedb_store import table_name
 from freshness_pipeline.config import EmbedderConfig
 from freshness_pipeline.demo.server import DocsSite
@@ -84,11 +85,14 @@ def test_a_model_change_reindexes_and_never_mixes_vectors(dagster_home: Path) ->
         assert changed["embedded"] == len(records), "a new model may not reuse the old model's vectors"
         assert tables(dagster_home) == {table_name("docs-v2"): 128}
 
-        # Every stored vector is the new model's vector of that record's text.
+        # Every stored vector is the new model's vector of that record's retrieval text.
         db = lancedb.connect(str(dagster_home / "vectors"))
-        rows = db.open_table(table_name("docs-v2")).to_arrow().select(["text", "vector"]).to_pylist()
+        rows = db.open_table(table_name("docs-v2")).to_arrow().select(["id", "vector"]).to_pylist()
+        store = StateStore(f"sqlite:///{dagster_home / 'freshness.db'}")
+        retrieval = {s.id: s.embed_text for s in store.manifest("docs")}
+        store.close()
         embedder = make_embedder(EmbedderConfig(provider="hashing", dimensions=128))
-        want = embedder.embed([r["text"] for r in rows])
+        want = embedder.embed([retrieval[r["id"]] for r in rows])
         assert np.allclose(np.asarray([r["vector"] for r in rows]), want, atol=1e-6)
 
         hits = fr.cli("search", records[0]["text"], "-k", "1", "--json")

@@ -3,7 +3,9 @@
 Mimics what the real `pinecone` SDK (10.x) sends and gets back over REST/JSON:
 `POST /vectors/upsert`, `POST /query`, `GET /vectors/fetch?ids=..&namespace=..`,
 `POST /vectors/delete` (ids or deleteAll), `GET /vectors/list` (paginated ids, sorted,
-`pagination.next` token) and `POST /describe_index_stats`. Like the service it checks the
+`pagination.next` token), `POST /vectors/update` (by id: `setMetadata` merged into the
+stored metadata, `values` replaced; an unknown id is left alone; by-filter updates are
+not modelled and answer 400) and `POST /describe_index_stats`. Like the service it checks the
 `Api-Key` header (401), caps an upsert at 1000 vectors (400) and 2 MB (413), metadata at
 40 KB per vector (400), a delete at 1000 ids (400), a list page at 100 ids, and requires
 every vector to have the index's dimension and a non-zero value (400). Deleting from a
@@ -71,12 +73,14 @@ class PineconeStandIn(LoopbackStandIn):
         self.dimension = dimension  # None: fixed by the first upsert
         self.api_key = api_key
         self.namespaces: dict[str, dict[str, Stored]] = {}
+        self.updates = 0  # by-id updates applied
         self._routes: dict[tuple[str, str], Callable[[Request, str | None], Reply]] = {
             ("POST", "/vectors/upsert"): self._upsert,
             ("POST", "/query"): self._query,
             ("GET", "/vectors/fetch"): self._fetch,
             ("POST", "/vectors/delete"): self._delete,
             ("GET", "/vectors/list"): self._list,
+            ("POST", "/vectors/update"): self._update,
             ("POST", "/describe_index_stats"): self._stats,
         }
 
@@ -198,6 +202,23 @@ class PineconeStandIn(LoopbackStandIn):
         stored = self.namespaces[namespace]
         for vid in ids:
             stored.pop(vid, None)
+        return Reply(200, {})
+
+    def _update(self, request: Request, action: str | None) -> Reply:
+        body = request.json()
+        vid = body.get("id")
+        if not isinstance(vid, str) or not vid or "filter" in body:
+            raise _invalid("the stand-in models updates by id only")
+        stored = self.namespaces.get(body.get("namespace", ""), {})
+        if vid not in stored:
+            return Reply(200, {})
+        values, metadata = stored[vid]
+        merged = {**(metadata or {}), **(body.get("setMetadata") or {})}
+        new_values = body.get("values")
+        _, stored[vid] = self._check_vector(
+            {"id": vid, "values": values.tolist() if new_values is None else new_values, "metadata": merged}
+        )
+        self.updates += 1
         return Reply(200, {})
 
     def _list(self, request: Request, action: str | None) -> Reply:

@@ -77,11 +77,12 @@ sections = Table(
     Column("heading_path", JSON, nullable=False),
     Column("ordinal", Integer, nullable=False),
     Column("text", Text, nullable=False),
-    Column("embed_text", Text, nullable=False),
-    Column("content_hash", String(64), nullable=False),
+    Column("embed_text", Text, nullable=False),  # the retrieval text (core/retrieval.py)
+    Column("content_hash", String(64), nullable=False),  # of embed_text: decides embedding
     Column("simhash", BigInteger),  # stored signed: two's complement of the 64-bit value
     Column("tokens", Integer, nullable=False),
-    Column("page_date", String(7)),
+    Column("as_of", String(10)),  # declared date when the text last changed, else month first seen
+    Column("title", Text),  # the page's title (payload)
     Column("indexed_at", Float, nullable=False),
     Column("changed_at", Float, nullable=False),  # first seen with this content
     Index("ix_sections_source_url", "source", "url"),

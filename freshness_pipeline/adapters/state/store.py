@@ -107,7 +107,8 @@ def _section_row(source: str, s: Section, now: float, changed_at: float) -> dict
         "content_hash": s.content_hash,
         "simhash": _signed(s.simhash),
         "tokens": s.tokens,
-        "page_date": s.page_date,
+        "as_of": s.as_of,
+        "title": s.title,
         "indexed_at": now,
         "changed_at": changed_at,
     }
@@ -125,7 +126,8 @@ def _section(row: Any) -> Section:
         content_hash=row.content_hash,
         simhash=_unsigned(row.simhash),
         tokens=row.tokens,
-        page_date=row.page_date,
+        title=row.title,
+        as_of=row.as_of,
     )
 
 
@@ -382,6 +384,8 @@ class StateStore:
             rows += [_section_row(source, m.new, now, now) for m in plan.moved]
             for i in range(0, len(rows), _CHUNK):
                 conn.execute(t.insert(), rows[i : i + _CHUNK])
+            if plan.payload and not replace_all:
+                self._update_payload(conn, source, plan.payload, now)
             if plan.key_redirects:
                 self.upsert_rows(
                     conn,
@@ -423,6 +427,17 @@ class StateStore:
             state.generation = base_generation + 1
             self.save_source_state(state, conn)
             conn.execute(schema.runs.insert(), [{"source": source, **run}])
+
+    @staticmethod
+    def _update_payload(conn: Connection, source: str, sections: Iterable[Section], now: float) -> None:
+        """What a reader sees of sections whose retrieval text (and vector) did not change."""
+        t = schema.sections
+        conn.execute(
+            t.update()
+            .where(t.c.source == bindparam("b_source"), t.c.id == bindparam("b_id"))
+            .values(text=bindparam("b_text"), title=bindparam("b_title"), as_of=bindparam("b_as_of"), indexed_at=now),
+            [{"b_source": source, "b_id": s.id, "b_text": s.text, "b_title": s.title, "b_as_of": s.as_of} for s in sections],
+        )
 
     def reembed_counts(self, source: str, since: float) -> dict[str, int]:
         """Per page, how many runs since `since` re-embedded or rewrote some of its sections

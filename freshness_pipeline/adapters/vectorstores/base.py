@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -12,7 +12,7 @@ class VectorRecord:
     id: str
     vector: Sequence[float]
     metadata: dict[str, Any]  # at least: url, key, heading_path, content_hash, text, source,
-    #                           chunk_index, fetched_at, index_version
+    #                           chunk_index, fetched_at, index_version, as_of, title
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +27,10 @@ class VectorStore(Protocol):
 
     def upsert(self, namespace: str, records: Sequence[VectorRecord]) -> None:
         """Insert or overwrite by id. Idempotent."""
+
+    def update_metadata(self, namespace: str, updates: Mapping[str, dict[str, Any]]) -> None:
+        """Set metadata keys of existing records (id -> keys), keeping their vectors: a
+        payload-only change, no embedding. Unknown ids are ignored. Idempotent."""
 
     def delete(self, namespace: str, ids: Sequence[str]) -> None:
         """Delete by id. Ids that do not exist are ignored. Idempotent."""

@@ -1,7 +1,9 @@
 """Embedded LanceDB vector store: one table per namespace, on local disk.
 
 Each known metadata key is a column (so hashes and dumps never read vectors); any
-other key goes into the `extra` JSON column and comes back merged into the dict.
+other key goes into the `extra` JSON column and comes back merged into the dict. A
+payload update rewrites columns of matched rows without the vector (a `merge_insert`
+of a partial table), and a table made before a column existed gets it, empty, on open.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -31,7 +33,10 @@ _COLUMNS: dict[str, pa.DataType] = {
     "chunk_index": pa.int64(),
     "fetched_at": pa.float64(),
     "index_version": pa.int64(),
+    "as_of": pa.string(),
+    "title": pa.string(),
 }
+_SQL_TYPES = {pa.string(): "STRING", pa.int64(): "BIGINT", pa.float64(): "DOUBLE"}
 _META_COLUMNS = ["id", *_COLUMNS, "extra"]
 _UPSERT_BATCH = 20_000
 _DELETE_BATCH = 1_000
@@ -77,9 +82,13 @@ class LanceDBStore:
 
     def _open(self, namespace: str) -> LanceTable | None:
         try:
-            return self._db.open_table(table_name(namespace))
+            table = self._db.open_table(table_name(namespace))
         except ValueError:  # not found
             return None
+        missing = [n for n in [*_COLUMNS, "extra"] if n not in table.schema.names]
+        if missing:  # written by an older version of this store
+            table.add_columns({n: f"CAST(NULL AS {_SQL_TYPES[_COLUMNS.get(n, pa.string())]})" for n in missing})
+        return table
 
     def upsert(self, namespace: str, records: Sequence[VectorRecord]) -> None:
         if not records:
@@ -94,6 +103,23 @@ class LanceDBStore:
         for start in range(0, len(latest), _UPSERT_BATCH):
             batch = _to_arrow(latest[start : start + _UPSERT_BATCH], schema, dim)
             (table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(batch))
+
+    def update_metadata(self, namespace: str, updates: Mapping[str, dict[str, Any]]) -> None:
+        table = self._open(namespace)
+        if table is None or not updates:
+            return
+        ids = list(updates)
+        for start in range(0, len(ids), _DELETE_BATCH):
+            chunk = ids[start : start + _DELETE_BATCH]
+            held = table.search().where(f"id IN ({', '.join(map(_quote, chunk))})").select(["id", "extra"])
+            extras = {r["id"]: r["extra"] for r in held.limit(None).to_arrow().to_pylist()}
+            rows = [{"id": i, **_columns(updates[i], extras[i])} for i in chunk if i in extras]
+            if not rows:
+                continue
+            names = ["id", *sorted({k for r in rows for k in r} - {"id"})]
+            schema = pa.schema([table.schema.field(n) for n in names])
+            batch = pa.table({n: [r.get(n) for r in rows] for n in names}, schema=schema)
+            table.merge_insert("id").when_matched_update_all().execute(batch)
 
     def delete(self, namespace: str, ids: Sequence[str]) -> None:
         table = self._open(namespace)
@@ -154,6 +180,16 @@ def _to_arrow(records: Sequence[VectorRecord], schema: pa.Schema, dim: int) -> p
         for extra in ({k: v for k, v in r.metadata.items() if k not in _COLUMNS} for r in records)
     ]
     return pa.table(columns, schema=schema)
+
+
+def _columns(metadata: dict[str, Any], extra_json: str | None) -> dict[str, Any]:
+    """The columns a metadata update sets: known keys as given, the rest merged into `extra`."""
+    out = {k: heading_str(v) if k == "heading_path" else v for k, v in metadata.items() if k in _COLUMNS}
+    other = {k: v for k, v in metadata.items() if k not in _COLUMNS}
+    if other:
+        merged = {**(json.loads(extra_json) if extra_json else {}), **other}
+        out["extra"] = json.dumps(merged, sort_keys=True, default=str)
+    return out
 
 
 def _from_row(row: dict[str, Any]) -> dict[str, Any]:

@@ -5,7 +5,9 @@ upsert, 40 KB of metadata per vector (longer `text` is cut to fit and flagged wi
 `text_truncated: true`), 1000 ids per delete. The SDK already retries 429/5xx a few
 times (honouring Retry-After); on top of that each request is retried with exponential
 backoff, so a longer outage of a few seconds still converges. Upserts and deletes are
-idempotent by id, so retrying a batch that partly applied is safe.
+idempotent by id, so retrying a batch that partly applied is safe. A payload update is
+one `update(id=..., set_metadata=...)` per record (the API patches one id at a time); as
+`set_metadata` never clears a key, a missing value is written as "".
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -136,6 +138,11 @@ class PineconeStore:
             size += item
         if batch:
             yield batch
+
+    def update_metadata(self, namespace: str, updates: Mapping[str, dict[str, Any]]) -> None:
+        for vid, metadata in updates.items():
+            meta = fit_metadata({k: "" if v is None else v for k, v in metadata.items()})
+            self._call(self._index.update, id=vid, set_metadata=meta, namespace=namespace)
 
     def delete(self, namespace: str, ids: Sequence[str]) -> None:
         unique = list(dict.fromkeys(ids))

@@ -1,0 +1,71 @@
+"""The embedder's own tokenizer and window, for the chunker: nothing is ever truncated.
+
+all-MiniLM-L6-v2 reads at most 256 wordpieces ([CLS] and [SEP] included) and silently drops
+the rest; its `tokenizer.json` ships in the model package and the `tokenizers` library
+loads it without torch or the model. OpenAI's embedding models count in cl100k_base; a
+400-512 token budget keeps chunks focused. The hashing embedder has no window: the
+configured encoding and budget apply.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from typing import Literal
+
+from freshness_pipeline.config import ChunkPolicy, EmbedderConfig
+from freshness_pipeline.core.segment import TokenCount, tiktoken_counter
+
+__all__ = ["OPENAI_MAX_BUDGET", "TokenizerSpec", "tokenizer_for"]
+
+OPENAI_MAX_BUDGET = 512
+_OPENAI_ENCODING = "cl100k_base"  # text-embedding-3-small/-large and ada-002
+
+
+@dataclass(frozen=True, slots=True)
+class TokenizerSpec:
+    """How sections are measured: picklable, so it travels to the segment workers."""
+
+    kind: Literal["wordpiece", "tiktoken"]
+    name: str  # the local model, or a tiktoken encoding
+    budget: int  # tokens per chunk's retrieval text, at most the model's window
+
+    @property
+    def label(self) -> str:
+        """Part of the chunker version: another tokenizer or budget means a re-index."""
+        return f"{self.name}/{self.budget}"
+
+    def counter(self) -> TokenCount:
+        return _wordpiece(self.name) if self.kind == "wordpiece" else tiktoken_counter(self.name)
+
+
+def tokenizer_for(embedder: EmbedderConfig, chunking: ChunkPolicy) -> TokenizerSpec:
+    """The tokenizer of the configured embedder, with the budget capped at its window."""
+    if embedder.provider == "local":
+        from .local import resolve
+
+        model, _ = resolve(embedder.model, embedder.backend)  # every backend reads the same window
+        return TokenizerSpec("wordpiece", model, min(chunking.token_budget, _window(model)))
+    if embedder.provider == "openai":
+        return TokenizerSpec("tiktoken", _OPENAI_ENCODING, min(chunking.token_budget, OPENAI_MAX_BUDGET))
+    return TokenizerSpec("tiktoken", chunking.encoding, chunking.token_budget)
+
+
+def _window(model: str) -> int:
+    """`max_seq_length` of a shipped sentence-transformers model (read, never loaded)."""
+    from .local import model_path
+
+    return int(json.loads((model_path(model) / "sentence_bert_config.json").read_text())["max_seq_length"])
+
+
+@cache
+def _wordpiece(model: str) -> TokenCount:
+    from tokenizers import Tokenizer
+
+    from .local import model_path
+
+    tok = Tokenizer.from_file(str(model_path(model) / "tokenizer.json"))
+    tok.no_truncation()
+    tok.no_padding()
+    return lambda text: len(tok.encode(text).ids)  # [CLS] and [SEP] included

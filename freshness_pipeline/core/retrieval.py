@@ -1,0 +1,56 @@
+"""Retrieval text: what the embedder sees of a section, and nothing a reader needs besides.
+
+The heading path, then the body's words: link targets, image URLs and markdown markup
+removed (anchor and alt text kept), whitespace normalized. No dates, no chrome. Its hash
+alone decides whether a section is embedded; everything else (the markdown with its
+links, title, `as_of`, URL) is payload, updated without an embedding call.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+__all__ = ["plain_text", "retrieval_text"]
+
+# html: True so that inline tags become html tokens (dropped) instead of literal text.
+_MD = MarkdownIt("commonmark", {"html": True}).enable("table")
+_NAMESAKE = re.compile(r" \[\d+\]$")  # " [2]" that segment adds to a repeated heading
+
+
+def _inline(children: Sequence[Token] | None) -> str:
+    out: list[str] = []
+    for tok in children or ():
+        if tok.type in ("text", "code_inline"):
+            out.append(tok.content)
+        elif tok.type == "image":
+            out.append(_inline(tok.children))  # the alt text, never the URL
+        elif tok.type in ("softbreak", "hardbreak"):
+            out.append(" ")
+        # link_open/link_close (the target), emphasis markers and html_inline add nothing
+    return "".join(out)
+
+
+def plain_text(markdown: str) -> str:
+    """The words of `markdown`, one line per block, single spaces within a block."""
+    blocks: list[str] = []
+    for tok in _MD.parse(markdown):
+        if tok.type == "inline":
+            text = _inline(tok.children)
+        elif tok.type in ("fence", "code_block"):
+            text = tok.content
+        else:
+            continue
+        if words := " ".join(text.split()):
+            blocks.append(words)
+    return "\n".join(blocks)
+
+
+def retrieval_text(heading_path: Sequence[str], markdown: str) -> str:
+    """Heading path (without namesake counters) and the plain text of the body."""
+    heading = " > ".join(_NAMESAKE.sub("", part) for part in heading_path)
+    body = plain_text(markdown)
+    return f"{heading}\n{body}" if heading and body else heading or body

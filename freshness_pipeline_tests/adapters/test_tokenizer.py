@@ -1,0 +1,54 @@
+"""The token budget follows the embedder: sections are measured with the model's own
+tokenizer and cut at its window, so the model never silently truncates a section."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from freshness_pipeline.adapters.embedders.local import model_path
+from freshness_pipeline.adapters.embedders.tokenizer import TokenizerSpec, tokenizer_for
+from freshness_pipeline.config import ChunkPolicy, EmbedderConfig
+from freshness_pipeline.core.extract import extract
+from freshness_pipeline.core.noise import normalize
+from freshness_pipeline.core.segment import segment
+from freshness_pipeline.demo.render import render
+from freshness_pipeline_tests.corpus.corpora import corpora_root, load_revisions
+
+URL = "https://docs.test/api"
+
+
+def test_each_provider_gets_its_tokenizer_and_window() -> None:
+    chunking = ChunkPolicy()
+    assert tokenizer_for(EmbedderConfig(provider="local"), chunking) == TokenizerSpec("wordpiece", "all-MiniLM-L6-v2", 256)
+    assert tokenizer_for(EmbedderConfig(provider="openai"), chunking) == TokenizerSpec("tiktoken", "cl100k_base", 400)
+    assert tokenizer_for(EmbedderConfig(provider="openai"), ChunkPolicy(token_budget=2000)).budget == 512
+    assert tokenizer_for(EmbedderConfig(provider="hashing"), chunking) == TokenizerSpec("tiktoken", "cl100k_base", 400)
+
+
+def corpus_sections(spec: TokenizerSpec) -> list:
+    root = corpora_root() / "httpx"
+    if not (root / "revisions.json").is_file():
+        pytest.fail(f"needs the shipped corpora under {corpora_root()} (set FRESHNESS_CORPORA)", pytrace=False)
+    out = []
+    for rel, text in load_revisions(root)[-1].docs.items():
+        url = f"{URL}/{rel}"
+        markdown = normalize(extract(render(text, title=rel, nav={}), url).markdown, url=url)
+        out += segment(url, markdown, budget=spec.budget, count=spec.counter())
+    return out
+
+
+@pytest.mark.slow
+def test_no_section_of_a_real_site_is_longer_than_the_local_models_window() -> None:
+    spec = tokenizer_for(EmbedderConfig(provider="local"), ChunkPolicy())
+    sections = corpus_sections(spec)
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(model_path("all-MiniLM-L6-v2")), local_files_only=True)
+    assert model.max_seq_length == spec.budget == 256
+    lengths = [len(model.tokenizer(s.embed_text)["input_ids"]) for s in sections]  # the model's own count
+    assert lengths == [s.tokens for s in sections]
+    assert max(lengths) <= 256
+    assert sum(1 for s in sections if s.chunk_index > 0) > 10  # long sections were cut, not truncated
