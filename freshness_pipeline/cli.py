@@ -142,7 +142,7 @@ def _names(settings: Settings, only: str | None) -> list[str]:
     return [settings.source(only).name] if only else [s.name for s in settings.sources]
 
 
-COUNTS = ("crawled", "new", "changed", "unchanged", "gone", "errors")
+COUNTS = ("crawled", "new", "changed", "unchanged", "gone", "errors", "skipped")
 SHOWN_ERRORS = 10
 
 
@@ -178,6 +178,7 @@ def run_lines(name: str, outcome: dict[str, Any]) -> list[str]:
         lines.append(f"  {outcome.get('status')}: {outcome.get('message') or 'no message'}")
     if outcome.get("reindex_reason"):
         lines.append(f"  full re-index: {outcome['reindex_reason']}")
+    lines += [f"  warning: {w}" for w in outcome.get("warnings") or []]
     for c in outcome.get("checks") or []:
         first = (c.get("description") or "failed").strip().splitlines()[0]
         lines.append(f"  check {c['name']}: {c['severity']}: {first}")
