@@ -95,8 +95,8 @@ def retry_after(value: str | None) -> float | None:
 
 def decode(body: bytes, declared: str | None) -> str:
     """Text of an HTML body: the charset the headers declare, else a `<meta charset>` near
-    the top, else UTF-8 when the bytes are valid UTF-8, else what charset-normalizer detects
-    (a cp1252 page without a charset is not read as mojibake)."""
+    the top, else UTF-8 when the bytes are valid UTF-8, else detected from the bytes with
+    charset-normalizer (a cp1252 page without a charset is not read as mojibake)."""
     meta = _META_CHARSET.search(body[:4096])
     encoding = declared or (meta.group(1).decode("ascii") if meta else None)
     if encoding:
@@ -107,8 +107,15 @@ def decode(body: bytes, declared: str | None) -> str:
     try:
         return body.decode("utf-8")
     except UnicodeDecodeError:
-        best = from_bytes(body).best()
-        return str(best) if best is not None else body.decode("utf-8", errors="replace")
+        pass
+    # charset-normalizer cannot tell the single-byte Latin code pages apart on short texts
+    # (it may rank cp1257 first for French); windows-1252 is the web's fallback (WHATWG),
+    # so it wins whenever it is a plausible reading. Otherwise (Cyrillic, CJK, ...) the best.
+    matches = from_bytes(body)
+    if any(m.encoding == "cp1252" for m in matches):
+        return body.decode("cp1252", errors="replace")
+    best = matches.best()
+    return str(best) if best is not None else body.decode("utf-8", errors="replace")
 
 
 def links(html: str, url: str) -> tuple[str, ...]:

@@ -70,6 +70,18 @@ class Deadline:
         self._timer.cancel()
 
 
+def _literal_kind(host: str) -> str | None:
+    """`unsafe_address` of a host written as an IP address; None for a name."""
+    try:
+        return unsafe_address(host.strip("[]"))
+    except ValueError:
+        return None
+
+
+def _private(address: str, kind: str) -> str:
+    return f"refused: {address} is a {kind} address; allow it with fetch.allow_private_addresses: true"
+
+
 def _shutdown(sock: socket.socket) -> None:
     try:
         sock.shutdown(socket.SHUT_RDWR)
@@ -91,6 +103,8 @@ class Scope:
         if host not in self.hosts:
             allowed = ", ".join(sorted(self.hosts))
             return f"refused: host {host or '(none)'} is not in the source's fetch.allowed_hosts ({allowed})"
+        if not self.allow_private and (kind := _literal_kind(host)):
+            return _private(host, kind)
         return None
 
     def deadline(self, d: Deadline | None) -> Deadline | None:
@@ -116,10 +130,7 @@ class Scope:
             if kind := unsafe_address(address):
                 _shutdown(sock)
                 sock.close()
-                raise Refused(
-                    f"refused: the server's address {address} is {kind}; allow it with "
-                    "fetch.allow_private_addresses: true"
-                )
+                raise Refused(_private(address, kind))
         deadline: Deadline | None = getattr(self._local, "deadline", None)
         if deadline is not None:
             deadline.watch(sock)
