@@ -177,6 +177,9 @@ def _crawl_links(fetcher: Fetcher, source: Source, known: Mapping[str, Target], 
 def _check_start_urls(source: Source, results: Mapping[str, FetchResult], fetcher: Fetcher) -> None:
     for raw in source.start_urls:
         res = results.get(fetcher.normalize(raw))
+        robots = fetcher.robots_for(origin(raw)) if source.fetch.obey_robots else None
+        if robots is not None and robots.host_down:  # robots.txt was asked first, in vain
+            raise DiscoveryError(f"start URL {raw} did not answer ({robots.unreachable})")
         if res is not None and res.outcome is Outcome.ERROR:  # refused, unresolvable, 5xx
             raise DiscoveryError(f"start URL {raw} did not answer ({res.reason})")
 

@@ -279,7 +279,8 @@ class Fetcher(AbstractContextManager["Fetcher"]):
         try:
             status, body = self.download(f"{host_origin}/robots.txt", gated=False)
         except httpx.HTTPError as exc:
-            return Robots(unreachable=f"robots.txt unreachable ({describe(exc)})")
+            down = isinstance(exc, httpx.TransportError)  # no answer at all, not a 5xx
+            return Robots(unreachable=f"robots.txt unreachable ({describe(exc)})", host_down=down)
         return parse_robots(status, body)
 
     def _gate(self, url: str) -> _HostGate:

@@ -14,6 +14,7 @@ __all__ = ["Robots", "parse_robots"]
 class Robots:
     rules: Protego | None = None  # None: no robots.txt, everything allowed
     unreachable: str | None = None  # RFC 9309: an unreachable robots.txt disallows everything
+    host_down: bool = False  # unreachable because the host did not answer at all
 
     def block(self, url: str, agent: str) -> str | None:
         """Why `agent` may not fetch `url`, or None when it may."""

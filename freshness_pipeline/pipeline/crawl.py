@@ -259,19 +259,20 @@ class _Apply:
         if listed:
             row.miss_count = 0
         self.rows[row.url] = row
-        if res.outcome is Outcome.GONE:
-            if row.state == "live":
-                self.report.gone.append(row.url)
-            row.state, row.flag = "gone", None
-        elif res.outcome is Outcome.ERROR:
+        if res.outcome is Outcome.ERROR:
             self._error(row, res, listed)
         elif res.outcome is Outcome.SKIPPED:
             self.report.skipped[row.url] = res.reason
         elif res.final_url and res.temporary and row.text_hash is not None:
-            # Only 301/308 move a page: it keeps its URL and its last text.
-            why = f"temporary redirect to {res.final_url}: not a move, its last text is kept"
+            # Only 301/308 move a page (or let its target's 404 delete it): it keeps its URL
+            # and its last text.
+            why = f"temporary redirect to {res.final_url} ({res.reason}): not a move, its last text is kept"
             row.outcome, row.reason = Outcome.SKIPPED.value, why
             self.report.skipped[row.url] = why
+        elif res.outcome is Outcome.GONE:
+            if row.state == "live":
+                self.report.gone.append(row.url)
+            row.state, row.flag = "gone", None
         else:
             row.error_count, row.miss_count = 0, 0  # it answered
             self._content(row, res, ext)
