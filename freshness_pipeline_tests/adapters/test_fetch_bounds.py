@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from freshness_pipeline.adapters.fetch import DiscoveryError, Fetcher, Target
-from freshness_pipeline.config import DiscoveryPolicy, FetchPolicy, Source
+from freshness_pipeline.config import ConfigError, DiscoveryPolicy, FetchPolicy, Source, load_settings
 from freshness_pipeline.core.models import Outcome
 from freshness_pipeline.core.urls import normalize_url, unsafe_address
 from freshness_pipeline_tests.sitefixture import Page, SiteServer
@@ -183,9 +185,13 @@ def test_a_sitemap_chain_deeper_than_the_cap_is_said(site: SiteServer) -> None:
         assert f.discover().urls == [site.url("/docs/a")]
 
 
-@pytest.mark.parametrize("start", ["http://127.0.0.1:9/docs/", "http://docs.nonexistent.invalid/docs/"])
-def test_an_unreachable_start_url_fails_discovery(start: str) -> None:
-    src = Source(name="t", start_urls=[start], fetch=FetchPolicy(**{**FAST, "timeout_s": 2.0, "obey_robots": False}))
+@pytest.mark.parametrize("obey_robots", [True, False])
+def test_an_unreachable_start_url_fails_discovery(obey_robots: bool) -> None:
+    # Connection refused; an unresolvable host is the same httpx.ConnectError, not tried
+    # here because it would send a DNS query off this machine.
+    start = "http://127.0.0.1:9/docs/"
+    fetch = FetchPolicy(**{**FAST, "timeout_s": 2.0, "obey_robots": obey_robots})
+    src = Source(name="t", start_urls=[start], fetch=fetch)
     with Fetcher(src) as f, pytest.raises(DiscoveryError, match=f"start URL {start} did not answer"):
         f.discover()
 
@@ -202,3 +208,21 @@ def test_link_discovery_answers_are_reused(site: SiteServer) -> None:
         "/docs/b": 1,
         "/docs/c": 1,
     }
+
+
+@pytest.mark.parametrize(
+    ("section", "setting", "value"),
+    [
+        ("fetch", "page_deadline_s", 0),
+        ("fetch", "run_budget_s", -1),
+        ("fetch", "max_redirect_share", 1.5),
+        ("discovery", "max_sitemaps", 0),
+        ("discovery", "max_sitemap_depth", -1),
+    ],
+)
+def test_the_bounds_reject_nonsense_at_load_time(tmp_path: Path, section: str, setting: str, value: float) -> None:
+    path = tmp_path / "sources.yaml"
+    entry = {"name": "d", "sitemap": "http://127.0.0.1/sitemap.xml", section: {setting: value}}
+    path.write_text(yaml.safe_dump({"sources": [entry]}))
+    with pytest.raises(ConfigError, match=rf"sources\.0\.{section}\.{setting}"):
+        load_settings(path)
