@@ -167,7 +167,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 def run_lines(name: str, outcome: dict[str, Any]) -> list[str]:
     """`freshness run`'s text for one source: the counts the run produced (never made-up
     zeros), its status when not a success, the checks that did not pass, the pages in error."""
-    counts = [f"{k}: {outcome[k]}" for k in COUNTS if outcome.get(k) is not None]
+    shown = [k for k in COUNTS if outcome.get(k) is not None and (k != "skipped" or outcome[k])]  # skips when any
+    counts = [f"{k}: {outcome[k]}" for k in shown]
     if not counts:
         lines = [f"{name}: the crawl did not run"]
     elif outcome.get("new") is None:

@@ -67,11 +67,19 @@ class NotFoundTemplate:
     served_at: str | None = None  # the page the probe was redirected to: itself no error page
 
     def matches(self, title: str | None, text: str) -> bool:
-        mine, theirs = _URLISH.sub(" ", text).split(), _URLISH.sub(" ", self.text).split()
-        if mine == theirs and (title or "").strip() == (self.title or "").strip():
+        """Same title and the same (or a near-identical) text, the URLs they echo aside. The
+        title must agree: a real page has its own, even when its text is mostly chrome."""
+        if _words(title or "") != _words(self.title or ""):
+            return False
+        mine, theirs = _words(text), _words(self.text)
+        if mine == theirs:
             return True
         a, b = simhash(" ".join(mine)), simhash(" ".join(theirs))
         return a is not None and b is not None and hamming(a, b) <= _SAME_TEMPLATE_BITS
+
+
+def _words(text: str) -> list[str]:
+    return _URLISH.sub(" ", text.casefold()).split()
 
 
 def has_login_form(html: str) -> bool:
@@ -121,10 +129,11 @@ def looks_soft_404(
 ) -> str | None:
     """Why a 200 page looks like an error page or a bot wall, or None when it looks real.
 
-    Judged from the title and the first h1, the site's own not-found page (`not_found`), a
-    login form on a short page, and the page's own history: `had_chars` is the length of its
-    last indexed text (None for a new page). Only a page that had real text can "turn
-    near-empty" or be read as a wall from its words; a new short page is a real page.
+    Judged from the title and the first h1, the site's own not-found page (`not_found`), and
+    the page's own history: `had_chars` is the length of its last indexed text (None for a
+    new page). Only a page that had real text can "turn near-empty", turn into a login form
+    (`login_form`: the HTML has a password field) or be read as a wall from its words; a new
+    short page is a real page.
     """
     body = text.strip()
     h1 = _H1.search(body)
@@ -134,10 +143,10 @@ def looks_soft_404(
             return reason
     if not_found is not None and not_found.matches(title, body):
         return "same as the site's not-found page"
-    if login_form and len(body) < SHORT_TEXT_CHARS:
-        return "login wall (a sign-in form instead of the page)"
     if had_chars is None or had_chars < policy.soft_404_min_chars:
         return None  # nothing to protect: a short page that was always short is real
+    if login_form and len(body) * 2 < had_chars:  # a sign-in box in the header alone is not
+        return "login wall (a sign-in form instead of the page's text)"
     if len(body) < SHORT_TEXT_CHARS:
         for pattern, reason in _WALL_TEXT_RULES:
             if pattern.search(body):

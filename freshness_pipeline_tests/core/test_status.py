@@ -97,20 +97,24 @@ def test_short_real_pages_are_not_flagged(title: str, text: str, had: int | None
 
 def test_the_sites_not_found_page_is_recognised_whatever_path_it_echoes() -> None:
     template = NotFoundTemplate("Oops", "We looked for /docs/nope-123 but it is not here. Try the search.")
-    assert looks_soft_404("Oops", "We looked for /guide/page4 but it is not here. Try the search.", POLICY,
-                          not_found=template) == "same as the site's not-found page"
+    echo = "We looked for /guide/page4 but it is not here. Try the search."
+    assert looks_soft_404("Oops", echo, POLICY, not_found=template) == "same as the site's not-found page"
     assert looks_soft_404("Oops", REAL_TEXT, POLICY, not_found=template) is None
-    long_template = NotFoundTemplate("Docs", "Nothing lives at this address. " + REAL_TEXT)
-    assert looks_soft_404("Other", "Nothing lives at this address. " + REAL_TEXT, POLICY,
-                          not_found=long_template) is not None  # near-identical long text
+    assert looks_soft_404("About", echo, POLICY, not_found=template) is None  # a page's own title
+    apology = " ".join(f"nothing{i % 17} lives at{i % 5} this address{i}" for i in range(40))
+    long_template = NotFoundTemplate("Docs", apology)
+    near = apology + " sorry"
+    assert looks_soft_404("docs", near, POLICY, not_found=long_template) is not None  # near-identical
 
 
-def test_a_login_form_on_a_short_page_is_a_wall() -> None:
+def test_a_page_that_turns_into_a_login_form_is_a_wall() -> None:
     html = '<form action="/login"><input name="u"><input type="password" name="p"></form>'
     assert has_login_form(html) and not has_login_form('<input type="text" name="q">')
-    reason = looks_soft_404("Docs", "Sign in to continue.", POLICY, login_form=True)
+    reason = looks_soft_404("Docs", "Sign in to continue.", POLICY, login_form=True, had_chars=len(REAL_TEXT))
     assert reason is not None and "login" in reason
-    assert looks_soft_404("Docs", REAL_TEXT * 10, POLICY, login_form=True) is None  # a long page with a login box
+    # A sign-in box in the header of a page whose text is all there, or of a new short page.
+    assert looks_soft_404("Docs", REAL_TEXT, POLICY, login_form=True, had_chars=len(REAL_TEXT)) is None
+    assert looks_soft_404("Docs", "Sign in to continue.", POLICY, login_form=True) is None
 
 
 @pytest.mark.parametrize(
