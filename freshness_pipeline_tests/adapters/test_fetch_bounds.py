@@ -226,3 +226,21 @@ def test_the_bounds_reject_nonsense_at_load_time(tmp_path: Path, section: str, s
     path.write_text(yaml.safe_dump({"sources": [entry]}))
     with pytest.raises(ConfigError, match=rf"sources\.0\.{section}\.{setting}"):
         load_settings(path)
+
+
+def test_a_name_that_resolves_to_a_refused_address_is_caught_at_connect(
+    site: SiteServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Loopback is the only address a test can serve on, so for this test it counts as
+    # private: the name is resolved by the system, connected to, and the peer refused.
+    from freshness_pipeline.adapters import scope
+
+    monkeypatch.setattr(scope, "unsafe_address", lambda a: "private" if a in ("127.0.0.1", "::1") else None)
+    by_name = site.url("/docs/a").replace("127.0.0.1", "localhost")
+    with Fetcher(source(site, allowed_hosts=["localhost"], obey_robots=False)) as f:
+        (r,) = f.fetch([Target(normalize_url(by_name), by_name)])
+    assert r.outcome is Outcome.ERROR and "is a private address" in r.reason and "allow_private_addresses" in r.reason
+    assert site.paths_requested("/docs/a") == 0  # refused before the request was sent
+    with Fetcher(source(site, allowed_hosts=["localhost"], obey_robots=False, allow_private_addresses=True)) as f:
+        (r,) = f.fetch([Target(normalize_url(by_name), by_name)])
+    assert r.outcome is Outcome.OK
