@@ -83,9 +83,9 @@ def freshness_score(
 
     `error_share`: live pages whose last fetch errored, was flagged or was skipped (robots.txt
     unreachable, over max_bytes, not HTML, a temporary redirect): their indexed text is
-    unverified, so pages not checked lower the score like errors do. A missing figure (no golden set, nothing landed) counts as 1. Any factor at
-    0 makes the whole score 0: a fully stale or unreachable site is not rescued by quick
-    embedding.
+    unverified, so pages not checked lower the score like errors do. A missing figure (no
+    golden set, nothing landed) counts as 1. Any factor at 0 makes the whole score 0: a fully
+    stale or unreachable site is not rescued by quick embedding.
     """
     parts = {
         "stale_share": 1.0 - stale_share,

@@ -85,8 +85,12 @@ def test_a_page_that_had_text_is_judged_on_its_words(text: str, reason_has: str)
         ("About", "A small team building documentation tools since 2019.", 55),  # short, always was
         ("Newsletter", "Sign up below.", None),
         # A page about auth errors says "access denied" and "404" in its body.
-        ("Authentication errors", "401 means no token; 403 Forbidden / access denied means the token "
-         "lacks a scope. A 404 page not found answer hides a private resource.", None),
+        (
+            "Authentication errors",
+            "401 means no token; 403 Forbidden / access denied means the token "
+            "lacks a scope. A 404 page not found answer hides a private resource.",
+            None,
+        ),
         ("Authentication errors", "Access denied: the token lacks a scope.", 60),
         ("Docs", REAL_TEXT[:150], len(REAL_TEXT)),  # shorter, not near-empty
     ],
