@@ -1,7 +1,7 @@
 """Discovery: the page URLs of a source, from its sitemaps (or robots.txt `Sitemap:` lines)
 and from link discovery within a scope. Bounded: `discovery.max_sitemaps` files and
 `max_sitemap_depth` index levels, `max_pages` and `max_depth` for links; hitting a bound is
-said in `Discovery.warnings`. Link discovery's answers are kept (`Discovery.fetched`) so the
+said in `Discovery.warnings`. Link discovery's answers are kept (`Discovery.answer`) so the
 crawl fetches each page once per run.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 from urllib.parse import urljoin
 
@@ -41,8 +41,25 @@ class Discovery:
     urls: list[str] = field(default_factory=list)  # raw page URLs, one per normalized identity
     # normalized URL -> the sitemap's <lastmod>: only a hint, sitemaps are often wrong
     lastmod: dict[str, str] = field(default_factory=dict)
-    fetched: dict[str, FetchResult] = field(default_factory=dict)  # link discovery's answers
     warnings: list[str] = field(default_factory=list)  # a bound hit, nothing found, ...
+    # Link discovery's answers, kept for the crawl: normalized URL -> (answer without its
+    # body, the body zlib-compressed), since a whole site's HTML may wait here.
+    _answers: dict[str, tuple[FetchResult, bytes | None]] = field(default_factory=dict, repr=False)
+
+    def keep(self, res: FetchResult) -> None:
+        body = zlib.compress(res.html.encode(), 1) if res.html is not None else None
+        self._answers[res.url] = (replace(res, html=None), body)
+
+    def answer(self, url: str) -> FetchResult | None:
+        """The answer link discovery got for `url` this run (handed out once), or None."""
+        held = self._answers.pop(url, None)
+        if held is None:
+            return None
+        res, body = held
+        return res if body is None else replace(res, html=zlib.decompress(body).decode())
+
+    def answered(self) -> set[str]:
+        return set(self._answers)
 
 
 def discover(fetcher: Fetcher, source: Source, known: Mapping[str, Target]) -> Discovery:
@@ -159,7 +176,8 @@ def _crawl_links(fetcher: Fetcher, source: Source, known: Mapping[str, Target], 
         if not frontier or len(pages) >= d.max_pages:
             break
         results = {r.url: r for r in fetcher.fetch(frontier)}
-        found.fetched |= results
+        for res in results.values():
+            found.keep(res)
         if depth == 0:
             _check_start_urls(source, results, fetcher)
         current, frontier = frontier, []

@@ -81,7 +81,7 @@ def crawl(ctx: SourceContext, *, tier: str | None = None, allow_mass_gone: bool 
                 # again rather than trust a 304 or an identical body.
                 targets = [Target(t.url, t.fetch_url) for t in targets]
             # Extraction runs in the pool while the fetch threads are still downloading.
-            fetched = _reusing(fetcher, targets, discovery.fetched)
+            fetched = _reusing(fetcher, targets, discovery)
             jobs = _extract_jobs(fetched, results, tuple(src.noise.disabled_rules), login)
             extracted = {e.url: e for e in parallel_map(extract_one, jobs)}
             not_found = _not_found_template(fetcher, targets, src) if extracted else None
@@ -127,11 +127,11 @@ def _discover(ctx: SourceContext, fetcher: Fetcher, known: dict[str, PageRow], *
     return discovery
 
 
-def _reusing(fetcher: Fetcher, targets: list[Target], done: dict[str, FetchResult]) -> Iterator[FetchResult]:
+def _reusing(fetcher: Fetcher, targets: list[Target], discovery: Discovery) -> Iterator[FetchResult]:
     """Each target's answer: link discovery's when it fetched the page already this run."""
     todo = []
     for t in targets:
-        if (res := done.get(t.url)) is not None:
+        if (res := discovery.answer(t.url)) is not None:
             yield res
         else:
             todo.append(t)

@@ -201,8 +201,11 @@ def test_link_discovery_answers_are_reused(site: SiteServer) -> None:
     src = Source(name="t", start_urls=[site.url("/docs/")], fetch=FetchPolicy(**FAST))
     with Fetcher(src) as f:
         found = f.discover()
-    assert set(found.fetched) == {normalize_url(site.url(p)) for p in ("/docs/", "/docs/a", "/docs/b", "/docs/c")}
-    assert all(r.outcome is Outcome.OK for r in found.fetched.values())
+    answered = {normalize_url(site.url(p)) for p in ("/docs/", "/docs/a", "/docs/b", "/docs/c")}
+    assert found.answered() == answered
+    a = found.answer(normalize_url(site.url("/docs/a")))
+    assert a is not None and a.outcome is Outcome.OK and a.html is not None and "a body" in a.html
+    assert found.answer(normalize_url(site.url("/docs/a"))) is None  # handed out once
     assert {p: site.paths_requested(p) for p in ("/docs/a", "/docs/b", "/docs/c")} == {
         "/docs/a": 1,
         "/docs/b": 1,
