@@ -142,7 +142,7 @@ def _names(settings: Settings, only: str | None) -> list[str]:
     return [settings.source(only).name] if only else [s.name for s in settings.sources]
 
 
-COUNTS = ("crawled", "new", "changed", "unchanged", "gone", "errors", "embedded", "payload_updated", "deleted")
+COUNTS = ("crawled", "new", "changed", "unchanged", "gone", "errors", "skipped", "embedded", "payload_updated", "deleted")
 SHOWN_ERRORS = 10
 
 
@@ -167,7 +167,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 def run_lines(name: str, outcome: dict[str, Any]) -> list[str]:
     """`freshness run`'s text for one source: the counts the run produced (never made-up
     zeros), its status when not a success, the checks that did not pass, the pages in error."""
-    counts = [f"{k}: {outcome[k]}" for k in COUNTS if outcome.get(k) is not None]
+    shown = [k for k in COUNTS if outcome.get(k) is not None and (k != "skipped" or outcome[k])]  # skips when any
+    counts = [f"{k}: {outcome[k]}" for k in shown]
     if not counts:
         lines = [f"{name}: the crawl did not run"]
     elif outcome.get("new") is None:
@@ -178,6 +179,7 @@ def run_lines(name: str, outcome: dict[str, Any]) -> list[str]:
         lines.append(f"  {outcome.get('status')}: {outcome.get('message') or 'no message'}")
     if outcome.get("reindex_reason"):
         lines.append(f"  full re-index: {outcome['reindex_reason']}")
+    lines += [f"  warning: {w}" for w in outcome.get("warnings") or []]
     for c in outcome.get("checks") or []:
         first = (c.get("description") or "failed").strip().splitlines()[0]
         lines.append(f"  check {c['name']}: {c['severity']}: {first}")

@@ -55,19 +55,36 @@ class FetchPolicy(_Strict):
     max_bytes: int = 5_000_000
     missing_after: int = 3  # consecutive misses before a known page is declared gone
     max_gone_share: float = 0.5  # more live pages than this gone in one crawl: an outage, held
-    soft_404_min_chars: int = 200  # extracted text shorter than this on a 200 is flagged
+    soft_404_min_chars: int = 200  # a page that had more text and drops under this is flagged
     keep_query_params: list[str] = Field(default_factory=list)  # e.g. ["version"]
     drop_query: bool = True  # drop every other query parameter
+    # Wall-clock limit of one page (all its attempts, redirects and reads): a server that
+    # trickles a byte at a time costs this much at most. The run stops starting new
+    # requests after `run_budget_s`; the pages left are skipped (kept), not waited for.
+    page_deadline_s: float = Field(60.0, gt=0, le=3600)
+    run_budget_s: float = Field(3600.0, gt=0, le=7 * 86_400)
+    # Hosts this source may fetch (robots.txt, sitemaps, pages, redirect targets); default:
+    # the hosts of `sitemap` and `start_urls`. `www.` is ignored.
+    allowed_hosts: list[str] | None = None
+    # Private, link-local and cloud-metadata addresses are refused unless this is set;
+    # loopback is always allowed (tests, the demo).
+    allow_private_addresses: bool = False
+    # More than this share of one run's fetched pages redirecting to one URL is an outage
+    # (a maintenance page): they are held as errors, even with the spike override.
+    max_redirect_share: float = Field(0.5, ge=0, le=1)
 
 
 class DiscoveryPolicy(_Strict):
-    """Link discovery within a scope, when `start_urls` are given (besides sitemaps)."""
+    """Link discovery within a scope, when `start_urls` are given, and the bounds of sitemap
+    discovery."""
 
     scope_prefix: str | None = None  # default: the start URL's directory
     include: list[Regex] = Field(default_factory=list)  # regexes on the normalized URL
     exclude: list[Regex] = Field(default_factory=list)
     max_pages: int = 10_000
     max_depth: int = 10
+    max_sitemaps: int = Field(500, ge=1, le=100_000)  # sitemap files read per run, indexes included
+    max_sitemap_depth: int = Field(4, ge=0, le=10)  # index levels followed below the first sitemap
 
 
 class NoisePolicy(_Strict):

@@ -3,7 +3,8 @@
     with SiteServer({"/docs/a": Page("<h1>A</h1>")}) as site:
         site.pages["/docs/b"] = Page("gone", status=410)
         site.redirects["/old"] = (301, "/docs/a")
-        site.faults["/docs/a"] = [503, ("429", 1), "hang", 200]  # one per request; 200: as usual
+        site.faults["/docs/a"] = [503, ("429", 1), "hang", "drip", 200]  # one per request; 200: as usual
+        site.not_found = Page("<title>Oops</title>We lost it")  # unknown paths: a soft 404
         site.robots = "User-agent: *\\nDisallow: /private\\nCrawl-delay: 0.1"
         httpx.get(site.url("/docs/a"))
         site.requests  # [(method, path, {lowercased header: value}), ...]
@@ -28,7 +29,7 @@ from typing import Literal
 from urllib.parse import urljoin, urlsplit
 from xml.sax.saxutils import escape
 
-# 503 | "hang" | ("429", Retry-After as seconds or an HTTP date)
+# 503 | "hang" | "drip" (a 200 whose body trickles a byte every `drip_s`) | ("429", Retry-After)
 Fault = int | str | tuple[int | str, float | str]
 
 
@@ -54,6 +55,8 @@ class SiteServer:
     sitemap: "plain" (`/sitemap.xml` lists the 200 HTML pages), "index" (`/sitemap.xml`
     is an index of `sitemap_children` gzipped child sitemaps `/sitemap-N.xml.gz`), None.
     hang_s: how long a "hang" fault stalls before answering (cut short on exit).
+    drip_s: seconds between the bytes of a "drip" answer.
+    not_found: what unknown paths answer (e.g. a 200 error page: a soft 404); None: a 404.
     """
 
     def __init__(
@@ -65,6 +68,7 @@ class SiteServer:
         sitemap: Literal["plain", "index"] | None = "plain",
         sitemap_children: int = 2,
         hang_s: float = 5.0,
+        drip_s: float = 3.0,
     ) -> None:
         self.pages: dict[str, Page] = dict(pages or {})
         self.redirects: dict[str, tuple[int, str]] = {}  # path -> (status, target path or URL)
@@ -74,6 +78,8 @@ class SiteServer:
         self.sitemap = sitemap
         self.sitemap_children = sitemap_children
         self.hang_s = hang_s
+        self.drip_s = drip_s
+        self.not_found: Page | None = None
         self.requests: list[tuple[str, str, dict[str, str]]] = []
         self._lock = threading.Lock()
         self._closing = threading.Event()
@@ -182,6 +188,8 @@ class _Handler(BaseHTTPRequestHandler):
             fault = site._next_fault(key)
             if fault == "hang":
                 site._closing.wait(site.hang_s)
+            elif fault == "drip":
+                return self._drip(site)
             elif fault is not None and fault != 200:
                 status, retry_after = fault if isinstance(fault, tuple) else (fault, None)
                 extra = {} if retry_after is None else {"Retry-After": str(retry_after)}
@@ -200,9 +208,24 @@ class _Handler(BaseHTTPRequestHandler):
             if sitemap is not None:
                 gz = path.endswith(".gz")
                 return self._send(200, sitemap, "application/gzip" if gz else "application/xml")
+            if site.not_found is not None:
+                return self._page(site.not_found, headers)
             self._send(404, b"<h1>Not found</h1>", "text/html")
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeouts)
             self.close_connection = True
+
+    def _drip(self, site: SiteServer) -> None:
+        body = b"<html><body><p>" + b"slow " * 200 + b"</p></body></html>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.flush()
+        for i in range(len(body)):
+            if site._closing.wait(site.drip_s):
+                return
+            self.wfile.write(body[i : i + 1])
+            self.wfile.flush()
 
     def _page(self, page: Page, request_headers: dict[str, str]) -> None:
         etag = self.server.site._etag(page)

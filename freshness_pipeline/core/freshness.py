@@ -81,10 +81,11 @@ def freshness_score(
         score = (1 - stale_share)^0.3 * (1 - stale_retrieval_rate)^0.3 * (1 - error_share)^0.15
                 * factor(lag_p90, lag_target)^0.15 * factor(age_median, age_target)^0.1
 
-    `error_share`: live pages whose last fetch errored or was flagged (their indexed text is
-    unverified). A missing figure (no golden set, nothing landed) counts as 1. Any factor at
-    0 makes the whole score 0: a fully stale or unreachable site is not rescued by quick
-    embedding.
+    `error_share`: live pages whose last fetch errored, was flagged or was skipped (robots.txt
+    unreachable, over max_bytes, not HTML, a temporary redirect): their indexed text is
+    unverified, so pages not checked lower the score like errors do. A missing figure (no
+    golden set, nothing landed) counts as 1. Any factor at 0 makes the whole score 0: a fully
+    stale or unreachable site is not rescued by quick embedding.
     """
     parts = {
         "stale_share": 1.0 - stale_share,

@@ -27,6 +27,7 @@ class FetchResult:
     outcome: Outcome
     status_code: int | None = None
     final_url: str | None = None  # set when the page redirected somewhere else
+    temporary: bool = False  # final_url was reached through a 302/303/307: not a move
     reason: str = ""
     html: str | None = None  # body, only when outcome is OK
     etag: str | None = None

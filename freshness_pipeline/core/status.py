@@ -1,15 +1,18 @@
 """What a raw HTTP answer means for the index, and whether a 200 page is really an error page.
 
 Pure: no I/O. The fetcher calls `classify` on every response; the engine calls
-`looks_soft_404` once the page text has been extracted.
+`looks_soft_404` once the page text has been extracted, with what it knows of the page's
+history and of the site's own not-found page.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from http import HTTPStatus
 
 from freshness_pipeline.config import FetchPolicy
+from freshness_pipeline.core.fingerprint import hamming, simhash
 from freshness_pipeline.core.models import Outcome
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -19,9 +22,10 @@ def _compile(*rules: tuple[str, str]) -> tuple[tuple[re.Pattern[str], str], ...]
     return tuple((re.compile(pattern, re.IGNORECASE), reason) for pattern, reason in rules)
 
 
-# Error pages and bot walls are short: their phrases are searched in the text only
-# below this length, so a long docs page *about* 404s or captchas is not flagged.
-_WALL_TEXT_MAX_CHARS = 1500
+# Error pages and bot walls are short: wall phrases are searched in the text only below
+# this length, so a long docs page *about* captchas or Cloudflare is not flagged.
+SHORT_TEXT_CHARS = 1500
+_SAME_TEMPLATE_BITS = 3  # simhash distance under which two texts are one template
 
 _NOT_FOUND = r"page\s+(?:was\s+)?not\s+found"
 _ACCESS = r"access\s+denied|\b403\s+forbidden\b"
@@ -31,23 +35,56 @@ _WALL = (
     r"|cloudflare\s+ray\s+id|ddos\s+protection\s+by"
 )
 _JS = r"enable\s+javascript|javascript\s+is\s+(?:required|disabled)"
-# (pattern, reason). Titles get the unambiguous forms only: a bare "404" at the start
-# ("404 | Docs", "Error 404"), a bare "captcha" as the whole title; so "Handling 404
-# responses" or "Captcha integration" stay real pages. Short texts may say them anywhere.
-_TITLE_RULES = _compile(
+# (pattern, reason) on the title and the first h1: the unambiguous forms only. A bare "404"
+# at the start ("404 | Docs", "Error 404"), a bare "captcha" as the whole title; so
+# "Handling 404 responses" or "Captcha integration" stay real pages.
+_HEADING_RULES = _compile(
     (rf"^\W*(?:error\s*)?404\b|{_NOT_FOUND}|^\W*not\s+found\W*$", "looks like a 404 page"),
     (_ACCESS, "access-denied page"),
     (rf"{_ROBOT}|^\W*captcha\W*$", "captcha / bot check"),
     (_WALL, "bot wall (Cloudflare-style)"),
     (_JS, "requires JavaScript"),
 )
-_TEXT_RULES = _compile(
-    (rf"\b404\b|{_NOT_FOUND}", "looks like a 404 page"),
-    (_ACCESS, "access-denied page"),
+# Bot walls in a short text, for a page that had real text. "Not found" and "access denied"
+# are never read from body words: a page about error codes says them.
+_WALL_TEXT_RULES = _compile(
     (rf"captcha|{_ROBOT}", "captcha / bot check"),
     (_WALL, "bot wall (Cloudflare-style)"),
     (_JS, "requires JavaScript"),
 )
+_H1 = re.compile(r"^#\s+(.+)$", re.MULTILINE)
+_PASSWORD_INPUT = re.compile(r"<input\b[^>]*\btype\s*=\s*[\"']?password\b", re.IGNORECASE)
+_URLISH = re.compile(r"\S*/\S*")  # paths and URLs: an error page echoes the one asked for
+
+
+@dataclass(frozen=True, slots=True)
+class NotFoundTemplate:
+    """The site's own answer to a URL that cannot exist, when it is a 200 (a soft 404):
+    a page that reads like it is the same error page."""
+
+    title: str | None
+    text: str
+    served_at: str | None = None  # the page the probe was redirected to: itself no error page
+
+    def matches(self, title: str | None, text: str) -> bool:
+        """Same title and the same (or a near-identical) text, the URLs they echo aside. The
+        title must agree: a real page has its own, even when its text is mostly chrome."""
+        if _words(title or "") != _words(self.title or ""):
+            return False
+        mine, theirs = _words(text), _words(self.text)
+        if mine == theirs:
+            return True
+        a, b = simhash(" ".join(mine)), simhash(" ".join(theirs))
+        return a is not None and b is not None and hamming(a, b) <= _SAME_TEMPLATE_BITS
+
+
+def _words(text: str) -> list[str]:
+    return _URLISH.sub(" ", text.casefold()).split()
+
+
+def has_login_form(html: str) -> bool:
+    """A password field: the page asks to sign in rather than showing content."""
+    return _PASSWORD_INPUT.search(html) is not None
 
 
 def _phrase(code: int) -> str:
@@ -81,17 +118,39 @@ def classify(status_code: int, *, content_type: str | None, size: int, policy: F
     return Outcome.OK, reason
 
 
-def looks_soft_404(title: str | None, text: str, policy: FetchPolicy) -> str | None:
-    """Why a 200 page looks like an error page or a bot wall, or None when it looks real."""
-    title = (title or "").strip()
+def looks_soft_404(
+    title: str | None,
+    text: str,
+    policy: FetchPolicy,
+    *,
+    had_chars: int | None = None,
+    not_found: NotFoundTemplate | None = None,
+    login_form: bool = False,
+) -> str | None:
+    """Why a 200 page looks like an error page or a bot wall, or None when it looks real.
+
+    Judged from the title and the first h1, the site's own not-found page (`not_found`), and
+    the page's own history: `had_chars` is the length of its last indexed text (None for a
+    new page). Only a page that had real text can "turn near-empty", turn into a login form
+    (`login_form`: the HTML has a password field) or be read as a wall from its words; a new
+    short page is a real page.
+    """
     body = text.strip()
-    for pattern, reason in _TITLE_RULES:
-        if pattern.search(title):
+    h1 = _H1.search(body)
+    headings = [(title or "").strip(), h1.group(1).strip() if h1 else ""]
+    for pattern, reason in _HEADING_RULES:
+        if any(pattern.search(h) for h in headings if h):
             return reason
-    if len(body) < _WALL_TEXT_MAX_CHARS:
-        for pattern, reason in _TEXT_RULES:
+    if not_found is not None and not_found.matches(title, body):
+        return "same as the site's not-found page"
+    if had_chars is None or had_chars < policy.soft_404_min_chars:
+        return None  # nothing to protect: a short page that was always short is real
+    if login_form and len(body) * 2 < had_chars:  # a sign-in box in the header alone is not
+        return "login wall (a sign-in form instead of the page's text)"
+    if len(body) < SHORT_TEXT_CHARS:
+        for pattern, reason in _WALL_TEXT_RULES:
             if pattern.search(body):
                 return reason
-    if len(body) < policy.soft_404_min_chars:
-        return f"near-empty page ({len(body)} chars of text)"
+    if len(body) < policy.soft_404_min_chars and len(body) * 2 < had_chars:
+        return f"turned near-empty ({len(body)} chars of text, had {had_chars})"
     return None

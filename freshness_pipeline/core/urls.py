@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
+from ipaddress import IPv6Address, ip_address
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
 from courlan.clean import normalize_part
 
-__all__ = ["is_tracking_param", "normalize_url", "same_site", "strip_tracking"]
+__all__ = ["is_tracking_param", "normalize_url", "same_site", "site_host", "strip_tracking", "unsafe_address"]
 
 # Anchored on the whole parameter name. courlan's TRACKERS_RE is searched, not matched, and
 # also drops real parameters such as `source`, `gallery` or `refresh`, so it is not used here.
@@ -83,8 +84,33 @@ def strip_tracking(url: str) -> str:
     return urlunsplit(parts._replace(query=urlencode(kept)))
 
 
+def site_host(url_or_host: str) -> str:
+    """The host a URL (or a bare host name) names: lowercase, no `www.`, no trailing dot."""
+    text = url_or_host.strip()
+    host = urlsplit(text if "//" in text else f"//{text}").hostname or ""
+    return host.rstrip(".").removeprefix("www.")
+
+
 def same_site(a: str, b: str) -> bool:
     """Whether two URLs are on the same host (scheme, port and `www.` aside)."""
-    host_a = (urlsplit(a.strip()).hostname or "").rstrip(".").removeprefix("www.")
-    host_b = (urlsplit(b.strip()).hostname or "").rstrip(".").removeprefix("www.")
+    host_a, host_b = site_host(a), site_host(b)
     return bool(host_a) and host_a == host_b
+
+
+# Cloud instance-metadata endpoints (AWS/GCP/Azure, AWS over IPv6, Alibaba).
+_METADATA = frozenset(ip_address(a) for a in ("169.254.169.254", "fd00:ec2::254", "100.100.100.200"))
+
+
+def unsafe_address(address: str) -> str | None:
+    """What kind of non-public address this is ("cloud metadata", "link-local", "private"),
+    or None for a public or loopback one (loopback serves the tests and the demo)."""
+    ip = ip_address(address.split("%", 1)[0])  # an IPv6 zone id is not part of the address
+    if isinstance(ip, IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    if ip in _METADATA:
+        return "cloud metadata"
+    if ip.is_loopback:
+        return None
+    if ip.is_link_local:
+        return "link-local"
+    return None if ip.is_global else "private"

@@ -68,6 +68,8 @@ def fetched_pages(context: dg.AssetExecutionContext, freshness: FreshnessResourc
     with freshness.open(context.partition_key) as ctx:
         allow = context.run.tags.get(ALLOW_SPIKE_TAG, "").lower() == "true"
         report = crawl(ctx, tier=tier, allow_mass_gone=allow)
+    for warning in report.warnings:
+        context.log.warning(f"{report.source}: {warning}")
     context.log.info(
         f"{report.source}: crawled {report.crawled} pages "
         f"({', '.join(f'{k} {v}' for k, v in sorted(report.outcomes.items()))})"
@@ -80,11 +82,14 @@ def fetched_pages(context: dg.AssetExecutionContext, freshness: FreshnessResourc
             "new_pages": report.new_pages,
             "gone": len(report.gone),
             "errors": len(report.errors),
+            "skipped": len(report.skipped),
             "flagged": len(report.flagged),
             "seconds": round(report.seconds, 3),
             "tier": report.tier or "all",
             **{f"pages_{t}": report.tiers.get(t, 0) for t in TIERS},
             "errors_by_page": md_table(sorted(report.errors.items())[:50], ("page", "reason")),
+            "skipped_by_page": md_table(sorted(report.skipped.items())[:50], ("page", "reason")),
+            "warnings": dg.MetadataValue.json(report.warnings),
         },
     )
 

@@ -5,6 +5,8 @@
   run carries `freshness/allow-spike=true`.
 - `vector_index` / `reconcile_clean`: the manifest equals what the vector store holds.
 - `fetched_pages` / `flagged_pages`: soft 404s, bot walls, repeated errors, as WARN.
+- `fetched_pages` / `pages_not_checked`: pages the run skipped or could not fetch; WARN,
+  ERROR when they are most of the run's pages (robots.txt unreachable, a site down).
 """
 
 import warnings
@@ -22,6 +24,7 @@ from .resources import FreshnessResource
 
 SUSPECT_SAMPLE = 300  # changed sections compared word by word for the suspects
 LIST_MAX = 50  # rows of a list in check metadata
+NOT_CHECKED_ERROR_SHARE = 0.5  # more of a run's pages than this not checked is an ERROR
 
 # Per-partition checks (one result per source in the UI) are a preview feature in Dagster
 # 1.13; the warning would be printed on every load of the code location.
@@ -165,4 +168,34 @@ def flagged_pages(fetched_pages: CrawlReport) -> dg.AssetCheckResult:
     )
 
 
-refresh_checks = [stale_share, change_spike, reconcile_clean, flagged_pages]
+@dg.asset_check(
+    asset=fetched_pages,
+    partitions_def=sources_partitions,
+    description="Pages this run did not check: skipped (robots.txt unreachable or disallowing, "
+    "over max_bytes, not HTML, a temporary redirect, the run budget spent) or in error. Their "
+    f"last text stays indexed, unverified. WARN; ERROR over {NOT_CHECKED_ERROR_SHARE:.0%} of the pages.",
+)
+def pages_not_checked(fetched_pages: CrawlReport) -> dg.AssetCheckResult:
+    report = fetched_pages
+    unchecked = {**report.errors, **report.skipped}
+    share = len(unchecked) / report.crawled if report.crawled else 0.0
+    severe = share > NOT_CHECKED_ERROR_SHARE
+    return dg.AssetCheckResult(
+        passed=not unchecked,
+        severity=dg.AssetCheckSeverity.ERROR if severe else dg.AssetCheckSeverity.WARN,
+        description=None
+        if not unchecked
+        else (
+            f"{len(unchecked)} of {report.crawled} pages not checked ({len(report.skipped)} skipped, "
+            f"{len(report.errors)} in error); e.g. {next(iter(sorted(unchecked.items())))[1]}"
+        ),
+        metadata={
+            "skipped": len(report.skipped),
+            "errors": len(report.errors),
+            "not_checked_share": round(share, 4),
+            "pages": md_table(sorted(unchecked.items())[:LIST_MAX], ("page", "why")),
+        },
+    )
+
+
+refresh_checks = [stale_share, change_spike, reconcile_clean, flagged_pages, pages_not_checked]

@@ -43,8 +43,10 @@ def run_refresh(
     if index is not None:
         out |= {**index.counts, "reindex_reason": index.reindex_reason}
     elif crawl is not None:
-        out |= {"crawled": crawl.crawled, "errors": len(crawl.errors)}
+        out |= {"crawled": crawl.crawled, "errors": len(crawl.errors), "skipped": len(crawl.skipped)}
     if crawl is not None:
+        out["skipped_pages"] = dict(sorted(crawl.skipped.items())[:20])
+        out["warnings"] = list(crawl.warnings)
         out["error_pages"] = dict(sorted(crawl.errors.items())[:20])
         out["flagged_pages"] = dict(sorted(crawl.flagged.items())[:20])
     evaluations = result.get_asset_check_evaluations()

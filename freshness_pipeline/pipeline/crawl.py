@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import hashlib
 import time
+import uuid
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from urllib.parse import urljoin
 
-from ..adapters.fetch import DiscoveryError, Fetcher, Target
+from ..adapters.fetch import Discovery, DiscoveryError, Fetcher, Target
 from ..adapters.state.store import PageRow, SourceState
+from ..config import Source
 from ..core.models import FetchResult, Outcome
 from ..core.noise import learn_template_blocks
-from ..core.status import looks_soft_404
+from ..core.status import SHORT_TEXT_CHARS, NotFoundTemplate, has_login_form, looks_soft_404
 from ..core.tiers import tier_for
 from ..core.urls import normalize_url
 from .context import SourceContext
+from .guards import hold_mass_gone, hold_mass_redirects
 from .workers import Extracted, ExtractJob, extract_one, parallel_map
 
 REPEATED_ERRORS_FLAG = 3  # consecutive errors before a page is flagged for review
@@ -39,7 +43,8 @@ class CrawlReport:
     moves: dict[str, str] = field(default_factory=dict)  # old url -> final url
     errors: dict[str, str] = field(default_factory=dict)  # url -> reason
     flagged: dict[str, str] = field(default_factory=dict)  # url -> reason
-    skipped: dict[str, str] = field(default_factory=dict)  # url -> reason
+    skipped: dict[str, str] = field(default_factory=dict)  # url -> reason: not checked this run
+    warnings: list[str] = field(default_factory=list)  # discovery bounds hit, nothing found, ...
     tiers: dict[str, int] = field(default_factory=dict)  # live pages per tier, after this crawl
     for_review: dict[str, str] = field(default_factory=dict)  # every page flagged now, url -> why
     tier: str | None = None
@@ -55,36 +60,42 @@ class _Found:
 
 
 def crawl(ctx: SourceContext, *, tier: str | None = None, allow_mass_gone: bool = False) -> CrawlReport:
-    """Crawl the source (or one tier of it). When more than `fetch.max_gone_share` of its
-    live pages would be declared gone at once (a CDN or deploy answering 404 for a minute),
-    they are held as errors instead, unless `allow_mass_gone` (the run's spike override)."""
+    """Crawl the source (or one tier of it). When more than `fetch.max_gone_share` of the
+    live pages this run fetched would be declared gone at once (a CDN or deploy answering
+    404 for a minute), they are held as errors instead, unless `allow_mass_gone` (the run's
+    spike override); pages redirecting en masse to one URL are always held (`guards`)."""
     started = time.time()
     src, store = ctx.source, ctx.store
     report = CrawlReport(source=src.name, tier=tier)
     with store.lock(src.name):
         known = store.load_pages(src.name, with_markdown=False)
+        rules_changed = _rules_changed(ctx)
         results: list[FetchResult] = []
+        login: set[str] = set()
         with Fetcher(src) as fetcher:
-            try:
-                discovery = fetcher.discover()
-            except DiscoveryError as exc:
-                raise DiscoveryError(
-                    f"source {src.name!r}: {exc}; the crawl stopped before fetching, nothing was changed"
-                ) from exc
+            discovery = _discover(ctx, fetcher, known, fresh=rules_changed)
+            report.warnings = discovery.warnings
             targets, found = _targets(ctx, known, discovery.urls, discovery.lastmod, tier)
-            if _rules_changed(ctx):
+            if rules_changed:
                 # Stored texts were normalized by other rules: fetch and extract every page
                 # again rather than trust a 304 or an identical body.
                 targets = [Target(t.url, t.fetch_url) for t in targets]
             # Extraction runs in the pool while the fetch threads are still downloading.
-            jobs = _extract_jobs(fetcher.fetch(targets), results, tuple(src.noise.disabled_rules))
+            fetched = _reusing(fetcher, targets, discovery)
+            jobs = _extract_jobs(fetched, results, tuple(src.noise.disabled_rules), login)
             extracted = {e.url: e for e in parallel_map(extract_one, jobs)}
+            not_found = _not_found_template(fetcher, targets, src) if extracted else None
+        results = hold_mass_redirects(results, src.fetch)
         now = time.time()
-        rows: dict[str, PageRow] = {}
-        fetch_urls = {t.url: t.fetch_url for t in targets}
+        apply = _Apply(ctx, report, known, found, {t.url: t.fetch_url for t in targets}, now)
+        apply.not_found, apply.login = not_found, login
         for res in results:
-            _apply(ctx, report, known, rows, res, extracted.get(res.url), found, fetch_urls, now)
-        _hold_mass_gone(ctx, report, known, rows, allow=allow_mass_gone)
+            apply(res, extracted.get(res.url))
+        rows = apply.rows
+        fetched_live = sum(1 for r in results if (k := known.get(r.url)) is not None and k.state == "live")
+        report.gone = hold_mass_gone(
+            report.gone, fetched_live, known, rows, report.errors, policy=src.fetch, allow=allow_mass_gone
+        )
         for row in rows.values():
             row.tier = tier_for(row.url, src.tiers, change_times=row.change_times, first_seen=row.first_seen, now=now)
         store.save_pages(rows.values())  # rows loaded without their text keep it
@@ -99,30 +110,56 @@ def crawl(ctx: SourceContext, *, tier: str | None = None, allow_mass_gone: bool 
     return report
 
 
-def _hold_mass_gone(
-    ctx: SourceContext, report: CrawlReport, known: dict[str, PageRow], rows: dict[str, PageRow], *, allow: bool
-) -> None:
-    live = sum(1 for p in known.values() if p.state == "live")
-    limit = ctx.source.fetch.max_gone_share
-    if allow or len(report.gone) < 2 or len(report.gone) <= limit * live:
-        return
-    why = (
-        f"held: {len(report.gone)} of {live} live pages would be gone in one crawl (over "
-        f"fetch.max_gone_share {limit:.0%}); treated as an outage, nothing deleted. If the "
-        "site really lost them, re-run with the spike override (freshness run --allow-spike)"
-    )
-    for url in report.gone:
-        rows[url] = replace(known[url], outcome=Outcome.ERROR.value, reason=why, last_fetched=rows[url].last_fetched)
-        report.errors[url] = why
-    report.gone = []
+def _discover(ctx: SourceContext, fetcher: Fetcher, known: dict[str, PageRow], *, fresh: bool) -> Discovery:
+    """What discovery found; fails (naming the source, nothing changed) when it could not
+    finish, or found nothing for a source that has no pages yet."""
+    name = ctx.source.name
+    bodies = {} if fresh else {u: _target(u, r.fetch_url, r) for u, r in known.items()}
+    try:
+        discovery = fetcher.discover(bodies)
+    except DiscoveryError as exc:
+        raise DiscoveryError(f"source {name!r}: {exc}; the crawl stopped before fetching, nothing was changed") from exc
+    if not discovery.urls:
+        why = "; ".join(discovery.warnings) or "the sitemap lists no page"
+        if not any(p.state == "live" for p in known.values()):
+            raise DiscoveryError(f"source {name!r}: discovery found no pages ({why}); nothing was changed")
+        discovery.warnings.append(f"discovery found no pages ({why}); known pages were fetched directly")
+    return discovery
+
+
+def _reusing(fetcher: Fetcher, targets: list[Target], discovery: Discovery) -> Iterator[FetchResult]:
+    """Each target's answer: link discovery's when it fetched the page already this run."""
+    todo = []
+    for t in targets:
+        if (res := discovery.answer(t.url)) is not None:
+            yield res
+        else:
+            todo.append(t)
+    yield from fetcher.fetch(todo)
+
+
+def _not_found_template(fetcher: Fetcher, targets: list[Target], src: Source) -> NotFoundTemplate | None:
+    """The site's answer to a URL that cannot exist, when it is a 200 (a soft 404 page),
+    fetched once per run; its fingerprint tells error pages from real ones."""
+    if not targets:
+        return None
+    probe = urljoin(targets[0].fetch_url, f"/freshness-probe-{uuid.uuid4().hex[:16]}")
+    (res,) = fetcher.fetch([Target(fetcher.normalize(probe), probe)])
+    if res.outcome is not Outcome.OK:
+        return None
+    ext = extract_one(ExtractJob(res.url, res.html or "", tuple(src.noise.disabled_rules)))
+    return NotFoundTemplate(ext.title, ext.markdown, served_at=res.final_url)
 
 
 def _extract_jobs(
-    fetched: Iterator[FetchResult], results: list[FetchResult], disabled: tuple[str, ...]
+    fetched: Iterator[FetchResult], results: list[FetchResult], disabled: tuple[str, ...], login: set[str]
 ) -> Iterator[ExtractJob]:
-    """Jobs for the pages with a body; every result lands in `results`, without its body."""
+    """Jobs for the pages with a body; every result lands in `results`, without its body
+    (the URLs of pages showing a sign-in form land in `login`)."""
     for res in fetched:
         if res.outcome is Outcome.OK:
+            if has_login_form(res.html or ""):
+                login.add(res.url)
             yield ExtractJob(res.url, res.html or "", disabled)
             res = replace(res, html=None)
         results.append(res)
@@ -190,127 +227,151 @@ def _target(url: str, fetch_url: str, prev: PageRow | None) -> Target:
     return Target(url, fetch_url, prev.etag, prev.last_modified, prev.body_sha256)
 
 
-def _apply(
-    ctx: SourceContext,
-    report: CrawlReport,
-    known: dict[str, PageRow],
-    rows: dict[str, PageRow],
-    res: FetchResult,
-    ext: Extracted | None,
-    found: _Found,
-    fetch_urls: dict[str, str],
-    now: float,
-) -> None:
-    src = ctx.source
-    row = (
-        rows.get(res.url)
-        or known.get(res.url)
-        or PageRow(source=src.name, url=res.url, fetch_url=fetch_urls.get(res.url, res.url), first_seen=now)
-    )
-    row = replace(row, outcome=res.outcome.value, status_code=res.status_code, reason=res.reason or None)
-    row.last_fetched = now
-    row.lastmod = found.lastmod.get(row.url, row.lastmod)
-    listed = res.url in found.listed
-    if listed:
-        row.miss_count = 0
-    rows[row.url] = row
+class _Apply:
+    """Applies one run's answers to the page rows (`rows`), filling in the report."""
 
-    if res.outcome is Outcome.GONE:
-        if row.state == "live":
-            report.gone.append(row.url)
-        row.state, row.flag = "gone", None
-        return
-    if res.outcome is Outcome.ERROR:
+    def __init__(
+        self,
+        ctx: SourceContext,
+        report: CrawlReport,
+        known: dict[str, PageRow],
+        found: _Found,
+        fetch_urls: dict[str, str],
+        now: float,
+    ) -> None:
+        self.ctx, self.report, self.known, self.found = ctx, report, known, found
+        self.fetch_urls, self.now = fetch_urls, now
+        self.rows: dict[str, PageRow] = {}
+        self.not_found: NotFoundTemplate | None = None
+        self.login: set[str] = set()
+
+    def __call__(self, res: FetchResult, ext: Extracted | None) -> None:
+        src, now = self.ctx.source, self.now
+        row = (
+            self.rows.get(res.url)
+            or self.known.get(res.url)
+            or PageRow(source=src.name, url=res.url, fetch_url=self.fetch_urls.get(res.url, res.url), first_seen=now)
+        )
+        row = replace(row, outcome=res.outcome.value, status_code=res.status_code, reason=res.reason or None)
+        row.last_fetched = now
+        row.lastmod = self.found.lastmod.get(row.url, row.lastmod)
+        listed = res.url in self.found.listed
+        if listed:
+            row.miss_count = 0
+        self.rows[row.url] = row
+        if res.outcome is Outcome.ERROR:
+            self._error(row, res, listed)
+        elif res.outcome is Outcome.SKIPPED:
+            self.report.skipped[row.url] = res.reason
+        elif res.final_url and res.temporary and row.text_hash is not None:
+            # Only 301/308 move a page (or let its target's 404 delete it): it keeps its URL
+            # and its last text.
+            why = f"temporary redirect to {res.final_url} ({res.reason}): not a move, its last text is kept"
+            row.outcome, row.reason = Outcome.SKIPPED.value, why
+            self.report.skipped[row.url] = why
+        elif res.outcome is Outcome.GONE:
+            if row.state == "live":
+                self.report.gone.append(row.url)
+            row.state, row.flag = "gone", None
+        else:
+            row.error_count, row.miss_count = 0, 0  # it answered
+            self._content(row, res, ext)
+
+    def _error(self, row: PageRow, res: FetchResult, listed: bool) -> None:
+        fp = self.ctx.source.fetch
         row.error_count += 1
-        report.errors[row.url] = res.reason
+        self.report.errors[row.url] = res.reason
         if not listed:  # missing from the crawl and unanswered: one more miss
             row.miss_count += 1
-            if row.miss_count >= src.fetch.missing_after and row.state == "live":
+            if row.miss_count >= fp.missing_after and row.state == "live":
                 row.state = "gone"
                 row.reason = f"missing from {row.miss_count} consecutive crawls and unanswered"
-                report.gone.append(row.url)
+                self.report.gone.append(row.url)
         if row.error_count >= REPEATED_ERRORS_FLAG:
             row.flag = f"{row.error_count} consecutive errors: {res.reason}"
-            report.flagged[row.url] = row.flag
-        return
-    if res.outcome is Outcome.SKIPPED:
-        report.skipped[row.url] = res.reason
-        return
-    row.error_count, row.miss_count = 0, 0  # it answered
-    if res.outcome is Outcome.NOT_MODIFIED and not res.final_url:
-        # The indexed version, so no longer in doubt. A 200 with the same bytes brings
-        # fresh validators: next time it can be a 304.
-        row.flag = None
-        row.etag = res.etag or row.etag
-        row.last_modified = res.last_modified or row.last_modified
-        return
+            self.report.flagged[row.url] = row.flag
 
-    if res.outcome is Outcome.NOT_MODIFIED:  # redirected to the very bytes it had before
-        if row.text_hash is None:
+    def _content(self, row: PageRow, res: FetchResult, ext: Extracted | None) -> None:
+        ctx = self.ctx
+        if res.outcome is Outcome.NOT_MODIFIED and not res.final_url:
+            # The indexed version, so no longer in doubt. A 200 with the same bytes brings
+            # fresh validators: next time it can be a 304.
+            row.flag = None
+            row.etag = res.etag or row.etag
+            row.last_modified = res.last_modified or row.last_modified
             return
-        markdown = ctx.store.page_markdown(src.name, [row.url]).get(row.url, "")
-        title, date = row.title, row.page_date
-    else:
-        markdown = ext.markdown if ext else ""
-        title, date = (ext.title, ext.date) if ext else (None, None)
-        soft = (ext.error if ext else None) or looks_soft_404(title, markdown, src.fetch)
-        if soft:
-            # Keep the old text and vectors (and do not follow a redirect to a wall).
-            where = f" (after a redirect to {res.final_url})" if res.final_url else ""
-            row.flag, row.outcome = soft + where, Outcome.FLAGGED.value
-            report.flagged[row.url] = row.flag
-            return
+        if res.outcome is Outcome.NOT_MODIFIED:  # redirected to the very bytes it had before
+            if row.text_hash is None:
+                return
+            markdown = ctx.store.page_markdown(ctx.name, [row.url]).get(row.url, "")
+            title, date = row.title, row.page_date
+        else:
+            markdown = ext.markdown if ext else ""
+            title, date = (ext.title, ext.date) if ext else (None, None)
+            if soft := (ext.error if ext else None) or self._soft_404(row, res, title, markdown):
+                # Keep the old text and vectors (and do not follow a redirect to a wall).
+                where = f" (after a redirect to {res.final_url})" if res.final_url else ""
+                row.flag, row.outcome = soft + where, Outcome.FLAGGED.value
+                self.report.flagged[row.url] = row.flag
+                return
+        # A permanent redirect moves the page's identity (and its sections) to its final URL.
+        if res.final_url and not res.temporary:
+            row = self._move(row, res)
+        self._store_text(row, res, markdown, title, date)
 
-    # A redirect moves the page's identity (and its sections) to its final URL.
-    if res.final_url:
-        row = _move(ctx, report, rows, row, rows.get(res.final_url) or known.get(res.final_url), res, now)
-
-    text_hash = hashlib.sha256(markdown.encode()).hexdigest()
-    is_new = row.text_hash is None
-    if text_hash != row.text_hash:
-        report.new_pages += is_new
-        report.changed_pages += not is_new
-        row.last_changed = now
-        row.change_times = [*row.change_times, now][-KEEP_CHANGE_TIMES:]
-    row.state, row.moved_to, row.flag = "live", None, None
-    row.etag = res.etag or (row.etag if res.outcome is Outcome.NOT_MODIFIED else None)
-    row.last_modified = res.last_modified or (row.last_modified if res.outcome is Outcome.NOT_MODIFIED else None)
-    row.body_sha256 = res.body_sha256 or row.body_sha256
-    row.markdown, row.text_hash = markdown, text_hash
-    row.title, row.page_date = title, date
-
-
-def _move(
-    ctx: SourceContext,
-    report: CrawlReport,
-    rows: dict[str, PageRow],
-    row: PageRow,
-    target: PageRow | None,
-    res: FetchResult,
-    now: float,
-) -> PageRow:
-    """Mark `row` as moved to the final URL; return the final URL's row to fill in."""
-    final = res.final_url or row.url
-    if row.state == "live" and row.text_hash is not None:
-        report.moves[row.url] = final
-    carried = row.text_hash if row.state == "live" else None  # a pure move is no new text
-    new = (
-        replace(target)
-        if target
-        else PageRow(
-            source=ctx.source.name,
-            url=final,
-            fetch_url=final,
-            first_seen=now,
-            text_hash=carried,
-            change_times=list(row.change_times),
+    def _soft_404(self, row: PageRow, res: FetchResult, title: str | None, markdown: str) -> str | None:
+        """Why this 200 is an error page: judged on its title and h1, the site's not-found
+        page and the page's own last text (loaded only when the new one is short)."""
+        had = None  # a long text is no error page whatever it had: the old one is not loaded
+        if row.text_hash is not None and row.state == "live" and len(markdown) < SHORT_TEXT_CHARS:
+            had = len(self.ctx.store.page_markdown(self.ctx.name, [row.url]).get(row.url, ""))
+        template = self.not_found
+        if template is not None and template.served_at in (row.url, res.final_url or row.url):
+            template = None  # the page the probe landed on is not an error page itself
+        return looks_soft_404(
+            title, markdown, self.ctx.source.fetch, had_chars=had, not_found=template, login_form=row.url in self.login
         )
-    )
-    row.state, row.moved_to = "moved", final
-    new.last_fetched, new.outcome, new.status_code = now, res.outcome.value, res.status_code
-    new.reason, new.miss_count, new.error_count = res.reason or None, 0, 0
-    rows[new.url] = new
-    return new
+
+    def _store_text(self, row: PageRow, res: FetchResult, markdown: str, title: str | None, date: str | None) -> None:
+        text_hash = hashlib.sha256(markdown.encode()).hexdigest()
+        is_new = row.text_hash is None
+        if text_hash != row.text_hash:
+            self.report.new_pages += is_new
+            self.report.changed_pages += not is_new
+            row.last_changed = self.now
+            row.change_times = [*row.change_times, self.now][-KEEP_CHANGE_TIMES:]
+        row.state, row.moved_to, row.flag = "live", None, None
+        unchanged = res.outcome is Outcome.NOT_MODIFIED
+        row.etag = res.etag or (row.etag if unchanged else None)
+        row.last_modified = res.last_modified or (row.last_modified if unchanged else None)
+        row.body_sha256 = res.body_sha256 or row.body_sha256
+        row.markdown, row.text_hash = markdown, text_hash
+        row.title, row.page_date = title, date
+
+    def _move(self, row: PageRow, res: FetchResult) -> PageRow:
+        """Mark `row` as moved to the final URL; return the final URL's row to fill in."""
+        final = res.final_url or row.url
+        target = self.rows.get(final) or self.known.get(final)
+        if row.state == "live" and row.text_hash is not None:
+            self.report.moves[row.url] = final
+        carried = row.text_hash if row.state == "live" else None  # a pure move is no new text
+        new = (
+            replace(target)
+            if target
+            else PageRow(
+                source=self.ctx.name,
+                url=final,
+                fetch_url=final,
+                first_seen=self.now,
+                text_hash=carried,
+                change_times=list(row.change_times),
+            )
+        )
+        row.state, row.moved_to = "moved", final
+        new.last_fetched, new.outcome, new.status_code = self.now, res.outcome.value, res.status_code
+        new.reason, new.miss_count, new.error_count = res.reason or None, 0, 0
+        self.rows[new.url] = new
+        return new
 
 
 def _learn_templates(ctx: SourceContext, live: list[str], *, changed: bool) -> None:

@@ -67,7 +67,8 @@ class IndexReport:
 
     def line(self) -> str:
         c = self.counts
-        pages = " ".join(f"{k}: {c.get(k, 0)}" for k in ("crawled", "new", "changed", "unchanged", "gone", "errors"))
+        keys = ("crawled", "new", "changed", "unchanged", "gone", "errors", "skipped")
+        pages = " ".join(f"{k}: {c.get(k, 0)}" for k in keys)
         records = " ".join(f"{k}: {c.get(k, 0)}" for k in ("embedded", "payload_updated", "deleted", "reused"))
         return f"{pages}  | {records}"
 
@@ -354,15 +355,17 @@ def _counts(
     new, changed, gone = kinds.count("new"), kinds.count("changed"), kinds.count("gone")
     crawled = crawl.crawled if crawl else 0
     errors = len(crawl.errors) if crawl else 0
+    skipped = len(crawl.skipped) if crawl else 0  # not checked this run (robots, size, type, ...)
     upserts = len(plan.upserts)
     kept = 0 if reindex else staged.counts.get("unchanged", 0) + len(plan.payload)  # their vectors stay
     return {
         "crawled": crawled,
         "new": new,
         "changed": changed,
-        "unchanged": max(0, crawled - new - changed - gone - errors),
+        "unchanged": max(0, crawled - new - changed - gone - errors - skipped),
         "gone": gone,
         "errors": errors,
+        "skipped": skipped,
         "flagged": len(crawl.flagged) if crawl else 0,
         "embedded": embedded,
         "upserted": upserts,

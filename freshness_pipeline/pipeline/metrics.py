@@ -37,7 +37,7 @@ class FreshnessReport:
     mrr: float | None
     score: float
     alert: bool
-    error_share: float = 0.0  # live pages whose last fetch errored or was flagged (in `details` when stored)
+    error_share: float = 0.0  # live pages whose last fetch errored, was flagged or skipped (in `details`)
     details: dict[str, Any] = field(default_factory=dict)
 
     def line(self) -> str:
@@ -89,7 +89,8 @@ def measure(
                 if lag is not None:
                     lags.append(lag)
     live = [p for p in pages.values() if p.state == "live"]
-    failing = sum(p.outcome in (Outcome.ERROR, Outcome.FLAGGED) for p in live)
+    # Errored, flagged or skipped (not checked): the indexed text is unverified.
+    failing = sum(p.outcome in (Outcome.ERROR, Outcome.FLAGGED, Outcome.SKIPPED) for p in live)
     error_share = failing / len(live) if live else 0.0
     age_p50, age_p90 = percentiles(ages)
     lag_p50, lag_p90 = percentiles(lags)

@@ -2,7 +2,7 @@ import pytest
 
 from freshness_pipeline.config import FetchPolicy
 from freshness_pipeline.core.models import Outcome
-from freshness_pipeline.core.status import classify, looks_soft_404
+from freshness_pipeline.core.status import NotFoundTemplate, classify, has_login_form, looks_soft_404
 
 POLICY = FetchPolicy(max_bytes=1000, soft_404_min_chars=50)
 HTML = "text/html; charset=utf-8"
@@ -48,21 +48,77 @@ def test_status_decides_before_content_type() -> None:
         ("Error 404", REAL_TEXT, "404"),
         ("Page not found", REAL_TEXT, "404"),
         ("Not Found", REAL_TEXT, "404"),
-        ("Docs", "Sorry, the page you asked for was not here. Error 404. " + REAL_TEXT, "404"),
+        ("Docs", "# Page not found\n\nSorry.", "404"),  # the h1 counts like the title
         ("Access denied", REAL_TEXT, "access-denied"),
-        ("Docs", "Please complete the CAPTCHA to continue. " + REAL_TEXT, "captcha"),
-        ("Docs", "Are you a robot? " + REAL_TEXT, "captcha"),
         ("Just a moment...", REAL_TEXT, "Cloudflare"),
-        ("Docs", "Checking your browser before accessing docs.example. " + REAL_TEXT, "Cloudflare"),
         ("Attention Required! | Cloudflare", REAL_TEXT, "Cloudflare"),
-        ("Docs", "You need to enable JavaScript to run this app. " + REAL_TEXT, "JavaScript"),
-        ("Docs", "Loading…", "near-empty"),
-        (None, "", "near-empty"),
+        ("Captcha", "Are you a robot?", "captcha"),
     ],
 )
-def test_soft_404_flags(title: str | None, text: str, reason_has: str) -> None:
-    reason = looks_soft_404(title, text, POLICY)
+def test_error_titles_flag_new_and_known_pages(title: str | None, text: str, reason_has: str) -> None:
+    for had in (None, 5000):
+        reason = looks_soft_404(title, text, POLICY, had_chars=had)
+        assert reason is not None and reason_has.lower() in reason.lower()
+
+
+@pytest.mark.parametrize(
+    ("text", "reason_has"),
+    [
+        ("Please complete the CAPTCHA to continue. " + REAL_TEXT, "captcha"),
+        ("Are you a robot? " + REAL_TEXT, "captcha"),
+        ("Checking your browser before accessing docs.example. " + REAL_TEXT, "Cloudflare"),
+        ("You need to enable JavaScript to run this app. " + REAL_TEXT, "JavaScript"),
+        ("Loading…", "near-empty"),
+        ("", "near-empty"),
+    ],
+)
+def test_a_page_that_had_text_is_judged_on_its_words(text: str, reason_has: str) -> None:
+    reason = looks_soft_404("Docs", text, POLICY, had_chars=len(REAL_TEXT))
     assert reason is not None and reason_has.lower() in reason.lower()
+    assert looks_soft_404("Docs", text, POLICY, had_chars=None) is None  # new: nothing to protect
+
+
+@pytest.mark.parametrize(
+    ("title", "text", "had"),
+    [
+        ("About", "A small team building documentation tools since 2019.", None),  # short, new
+        ("About", "A small team building documentation tools since 2019.", 55),  # short, always was
+        ("Newsletter", "Sign up below.", None),
+        # A page about auth errors says "access denied" and "404" in its body.
+        (
+            "Authentication errors",
+            "401 means no token; 403 Forbidden / access denied means the token "
+            "lacks a scope. A 404 page not found answer hides a private resource.",
+            None,
+        ),
+        ("Authentication errors", "Access denied: the token lacks a scope.", 60),
+        ("Docs", REAL_TEXT[:150], len(REAL_TEXT)),  # shorter, not near-empty
+    ],
+)
+def test_short_real_pages_are_not_flagged(title: str, text: str, had: int | None) -> None:
+    assert looks_soft_404(title, text, POLICY, had_chars=had) is None
+
+
+def test_the_sites_not_found_page_is_recognised_whatever_path_it_echoes() -> None:
+    template = NotFoundTemplate("Oops", "We looked for /docs/nope-123 but it is not here. Try the search.")
+    echo = "We looked for /guide/page4 but it is not here. Try the search."
+    assert looks_soft_404("Oops", echo, POLICY, not_found=template) == "same as the site's not-found page"
+    assert looks_soft_404("Oops", REAL_TEXT, POLICY, not_found=template) is None
+    assert looks_soft_404("About", echo, POLICY, not_found=template) is None  # a page's own title
+    apology = " ".join(f"nothing{i % 17} lives at{i % 5} this address{i}" for i in range(40))
+    long_template = NotFoundTemplate("Docs", apology)
+    near = apology + " sorry"
+    assert looks_soft_404("docs", near, POLICY, not_found=long_template) is not None  # near-identical
+
+
+def test_a_page_that_turns_into_a_login_form_is_a_wall() -> None:
+    html = '<form action="/login"><input name="u"><input type="password" name="p"></form>'
+    assert has_login_form(html) and not has_login_form('<input type="text" name="q">')
+    reason = looks_soft_404("Docs", "Sign in to continue.", POLICY, login_form=True, had_chars=len(REAL_TEXT))
+    assert reason is not None and "login" in reason
+    # A sign-in box in the header of a page whose text is all there, or of a new short page.
+    assert looks_soft_404("Docs", REAL_TEXT, POLICY, login_form=True, had_chars=len(REAL_TEXT)) is None
+    assert looks_soft_404("Docs", "Sign in to continue.", POLICY, login_form=True) is None
 
 
 @pytest.mark.parametrize(
@@ -78,4 +134,5 @@ def test_soft_404_flags(title: str | None, text: str, reason_has: str) -> None:
     ],
 )
 def test_real_pages_are_not_flagged(title: str, text: str) -> None:
-    assert looks_soft_404(title, text, POLICY) is None
+    for had in (None, len(text)):
+        assert looks_soft_404(title, text, POLICY, had_chars=had) is None

@@ -55,6 +55,7 @@ def test_definitions_load_with_checks_pool_and_versions() -> None:
         ("diff_plan", "change_spike"),
         ("vector_index", "reconcile_clean"),
         ("fetched_pages", "flagged_pages"),
+        ("fetched_pages", "pages_not_checked"),
     }
     (spike,) = [s for c in refresh_checks for s in c.check_specs if s.name == "change_spike"]
     assert spike.blocking

@@ -26,6 +26,7 @@ def test_mass_404_is_held_until_the_override(dagster_home: Path) -> None:
         assert held["status"] == "success", held
         assert (held["gone"], held["deleted"], held["errors"]) == (0, 0, 4)
         assert all("held: 4 of 4 live pages would be gone" in why for why in held["error_pages"].values())
+        assert any(w.startswith("discovery found no pages") for w in held["warnings"])  # said, not silent
         assert fr.dump() == before
 
         site.publish(docs)  # the site is back: nothing to repair, nothing blocked

@@ -1,0 +1,136 @@
+"""What one source may request, and for how long: its hosts, safe addresses, and a
+wall-clock deadline per page that ends even a read trickling one byte at a time.
+
+Both hook into httpx: `Scope.on_request` runs for every request the client sends (redirect
+hops and robots.txt included) and installs httpcore's `trace` extension, which sees each new
+connection: its peer address is checked (after DNS, so a name that resolves to a private
+address is caught too), and its socket is handed to the page's `Deadline`.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import httpx
+
+from freshness_pipeline.core.urls import site_host, unsafe_address
+
+from .bodies import Unusable
+
+__all__ = ["Deadline", "Refused", "Scope"]
+
+
+class Refused(Unusable):
+    """A request this source may not make; the message says why and which setting allows it."""
+
+
+class Deadline:
+    """At most `seconds` of wall clock for one page. When it passes, the sockets of the
+    page's connections are shut down, which ends a blocked read at once."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._at = time.monotonic() + seconds
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self.expired = False
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def remaining(self) -> float:
+        return self._at - time.monotonic()
+
+    def watch(self, sock: socket.socket | None) -> None:
+        if sock is None:
+            return
+        with self._lock:
+            self._sockets.append(sock)
+            expired = self.expired
+        if expired:
+            _shutdown(sock)
+
+    def watch_response(self, resp: httpx.Response) -> None:
+        """A reused connection was not seen connecting: take its socket from the response."""
+        stream = resp.extensions.get("network_stream")
+        self.watch(stream.get_extra_info("socket") if stream is not None else None)
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.expired = True
+            sockets = list(self._sockets)
+        for sock in sockets:
+            _shutdown(sock)
+
+    def close(self) -> None:
+        self._timer.cancel()
+
+
+def _literal_kind(host: str) -> str | None:
+    """`unsafe_address` of a host written as an IP address; None for a name."""
+    try:
+        return unsafe_address(host.strip("[]"))
+    except ValueError:
+        return None
+
+
+def _private(address: str, kind: str) -> str:
+    return f"refused: {address} is a {kind} address; allow it with fetch.allow_private_addresses: true"
+
+
+def _shutdown(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # already closed
+
+
+class Scope:
+    """The hosts a source may fetch and whether private addresses are allowed."""
+
+    def __init__(self, hosts: Iterable[str], *, allow_private: bool) -> None:
+        self.hosts = frozenset(site_host(h) for h in hosts if site_host(h))
+        self.allow_private = allow_private
+        self._local = threading.local()  # the Deadline of the page this thread is fetching
+
+    def refuse(self, url: str) -> str | None:
+        """Why `url` may not be requested, or None."""
+        host = site_host(url)
+        if host not in self.hosts:
+            allowed = ", ".join(sorted(self.hosts))
+            return f"refused: host {host or '(none)'} is not in the source's fetch.allowed_hosts ({allowed})"
+        if not self.allow_private and (kind := _literal_kind(host)):
+            return _private(host, kind)
+        return None
+
+    def deadline(self, d: Deadline | None) -> Deadline | None:
+        """Make `d` the deadline of the requests this thread sends from now on; returns the
+        one it replaces (robots.txt is downloaded in the middle of a page's fetch)."""
+        previous: Deadline | None = getattr(self._local, "deadline", None)
+        self._local.deadline = d
+        return previous
+
+    def on_request(self, request: httpx.Request) -> None:
+        """httpx request hook: refuse off-scope URLs, watch each new connection."""
+        if why := self.refuse(str(request.url)):
+            raise Refused(why)
+        request.extensions["trace"] = self._trace
+
+    def _trace(self, event: str, info: dict[str, Any]) -> None:
+        if event != "connection.connect_tcp.complete":
+            return
+        stream = info["return_value"]
+        sock = stream.get_extra_info("socket")
+        if not self.allow_private:
+            address = str(stream.get_extra_info("server_addr")[0])
+            if kind := unsafe_address(address):
+                _shutdown(sock)
+                sock.close()
+                raise Refused(_private(address, kind))
+        deadline: Deadline | None = getattr(self._local, "deadline", None)
+        if deadline is not None:
+            deadline.watch(sock)
