@@ -160,7 +160,8 @@ def vector_index(
     context: dg.AssetExecutionContext, freshness: FreshnessResource, diff_plan: StagedPlan
 ) -> dg.Output[IndexReport]:
     with freshness.open(context.partition_key) as ctx:
-        report = apply_plan(ctx, diff_plan, run_id=context.run.run_id)
+        allow = context.run.tags.get(ALLOW_SPIKE_TAG, "").lower() == "true"
+        report = apply_plan(ctx, diff_plan, run_id=context.run.run_id, spike_override=allow)
     context.log.info(f"{report.source}: {report.line()}")
     return dg.Output(
         report,

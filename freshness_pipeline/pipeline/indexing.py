@@ -29,6 +29,7 @@ import numpy as np
 from ..adapters.state.store import ChangeEvent, SourceState
 from ..adapters.vectorstores.base import VectorRecord
 from ..core.models import Plan, Section
+from ..core.spike import OVERRIDE_COUNT
 from .context import SourceContext, namespace
 from .planning import StagedPlan
 
@@ -66,7 +67,11 @@ class IndexReport:
         return " ".join(f"{k}: {c.get(k, 0)}" for k in ("crawled", "new", "changed", "unchanged", "gone", "errors"))
 
 
-def apply_plan(ctx: SourceContext, staged: StagedPlan, *, run_id: str | None = None) -> IndexReport:
+def apply_plan(
+    ctx: SourceContext, staged: StagedPlan, *, run_id: str | None = None, spike_override: bool = False
+) -> IndexReport:
+    """Commit `staged`. `spike_override`: the run carries the operator's spike override; it
+    is recorded in the run's counts so that the spike history leaves the run out."""
     started = time.time()
     # `ctx.vectors` is opened on first use: a quiet run never pays for the vector store.
     src, store = ctx.source, ctx.store
@@ -141,6 +146,8 @@ def apply_plan(ctx: SourceContext, staged: StagedPlan, *, run_id: str | None = N
             staged, plan, events, embedded=embedded, deleted=len(deletes), orphans=removed, reindex=reindex
         )
         counts["restored"] = restored
+        if spike_override:
+            counts[OVERRIDE_COUNT] = 1
         counts.update(golden)
         store.commit(
             new_state,
