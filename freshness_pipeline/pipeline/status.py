@@ -4,8 +4,10 @@ pages flagged for review and pages that re-embed on most runs (flapping: counted
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from ..config import Settings
@@ -26,7 +28,7 @@ def source_status(settings: Settings, name: str, *, recent_runs: int = 10) -> di
         week_runs = sum(1 for r in ctx.store.runs(name, limit=1000) if r["started_at"] >= since)
         reembeds = Counter(ctx.store.reembed_counts(name, since))
         flapping = [(url, n) for url, n in reembeds.most_common(10) if n >= FLAPPING_MIN_RUNS and n * 2 > week_runs]
-        return {
+        return json_safe({
             "source": name,
             "pages_live": sum(1 for p in pages if p.state == "live"),
             "pages_gone": sum(1 for p in pages if p.state != "live"),
@@ -36,6 +38,18 @@ def source_status(settings: Settings, name: str, *, recent_runs: int = 10) -> di
             "flagged": sorted((p.url, p.flag) for p in pages if p.flag),
             "flapping": flapping,
             **freshness_status(ctx),
-        }
+        })
     finally:
         ctx.close()
+
+
+def json_safe(value: Any) -> Any:
+    """`value` with every NaN or infinite float (pandas' missing values) made None, so that
+    `status --json` is strict JSON (`null`, never `NaN`)."""
+    if isinstance(value, float):  # numpy's float64 is a float too
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
