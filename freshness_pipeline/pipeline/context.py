@@ -13,11 +13,9 @@ from ..adapters.state.store import SourceState, StateStore
 from ..adapters.vectorstores import make_vector_store
 from ..adapters.vectorstores.base import VectorStore
 from ..config import NoisePolicy, Settings, Source, dagster_home, state_url
+from ..core.embedding_models import model_and_dims
 from ..core.noise import NORMALIZER_VERSION
 from ..core.segment import CHUNKER_VERSION
-
-DEFAULT_DIMS = {"local": 384, "hashing": 256}
-
 
 @dataclass(frozen=True, slots=True)
 class Versions:
@@ -41,15 +39,7 @@ class Versions:
 def versions_for(settings: Settings, source: Source) -> Versions:
     """The versions a refresh would build with now, without loading any model."""
     cfg = settings.embedder
-    model = (
-        cfg.model
-        or {
-            "local": "all-MiniLM-L6-v2",
-            "openai": "text-embedding-3-small",
-            "hashing": f"hashing-v1-{cfg.dimensions or DEFAULT_DIMS['hashing']}",
-        }[cfg.provider]
-    )
-    dims = cfg.dimensions or DEFAULT_DIMS.get(cfg.provider) or 1536
+    model, dims = model_and_dims(cfg.provider, cfg.model, cfg.dimensions)  # checked at load
     chunk = source.chunking
     # The source's own rule settings are part of its normalizer: turning a rule off must
     # re-extract and re-index like a new release of the rules would.

@@ -9,11 +9,8 @@ from ..adapters.embedders import make_embedder
 from ..adapters.state.metrics_store import MetricsStore
 from ..adapters.state.store import SourceState, StateStore
 from ..config import Settings, state_url
+from ..core import embedding_models
 from .context import SourceContext, namespace, versions_for
-
-# Best cosine similarity under which a search counts as a weak match, per embedding model
-# (`weak_thresholds` in the sources file overrides). Calibration: docs/metrics.md.
-WEAK_THRESHOLDS = {"all-MiniLM-L6-v2": 0.25}
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,9 +30,10 @@ class Result:
 
 
 def weak_threshold(settings: Settings) -> float | None:
-    """The weak-match threshold of the configured embedding model, if it has one."""
+    """The weak-match threshold of the configured embedding model, if it has one: the sources
+    file's `weak_thresholds`, else the model's (`core/embedding_models.py`)."""
     model = versions_for(settings, settings.sources[0]).model if settings.sources else ""
-    return settings.weak_thresholds.get(model, WEAK_THRESHOLDS.get(model))
+    return settings.weak_thresholds.get(model, embedding_models.weak_threshold(model))
 
 
 def search(

@@ -17,7 +17,9 @@ import numpy as np
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-SHIPPED_MODELS = {"all-MiniLM-L6-v2": 384}
+from freshness_pipeline.core.embedding_models import MODELS
+
+SHIPPED_MODELS = ("all-MiniLM-L6-v2",)  # models a package ships; dimensions in MODELS
 
 
 def model_path(model: str) -> Path:
@@ -35,7 +37,7 @@ class LocalEmbedder:
     def __init__(self, model: str = "all-MiniLM-L6-v2", batch_size: int = 32) -> None:
         self._path = model_path(model)
         self.model = model
-        self.dimensions = SHIPPED_MODELS[model]
+        self.dimensions = MODELS[model].dims
         self.batch_size = batch_size
         self.calls = 0
         self.texts_embedded = 0
