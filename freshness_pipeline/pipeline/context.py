@@ -71,8 +71,12 @@ class SourceContext:
     pinecone_api_key: str | None = field(default=None, repr=False)  # else $PINECONE_API_KEY
 
     @classmethod
-    def open(cls, settings: Settings, source_name: str, **keys: str | None) -> SourceContext:
-        return cls(settings, settings.source(source_name), StateStore(state_url(settings)), **keys)
+    def open(
+        cls, settings: Settings, source_name: str, *, read_only: bool = False, **keys: str | None
+    ) -> SourceContext:
+        """`read_only`: for commands that only read (see `StateStore`)."""
+        store = StateStore(state_url(settings), read_only=read_only)
+        return cls(settings, settings.source(source_name), store, **keys)
 
     @property
     def name(self) -> str:

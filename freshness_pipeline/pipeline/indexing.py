@@ -128,6 +128,9 @@ def apply_plan(
         if reindex:
             removed += _verify_complete(ctx, ns, {s.id: s.content_hash for s in upserts})
             golden = _golden_gate(ctx, ns)
+        if upserts or deletes or removed or restored:
+            # What readers see moves to this run's writes only now that all of them landed.
+            ctx.vectors.mark_committed(ns)
         _crash_point("verified")
 
         new_state = replace(
