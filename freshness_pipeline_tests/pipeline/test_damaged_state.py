@@ -94,7 +94,9 @@ def test_reads_need_no_write_access(built: tuple, dagster_home: Path) -> None:
     chmod_tree(dagster_home, writable=False)
     try:
         probe = reader(app, dagster_home, "reconcile")  # takes the lock: a write
-        assert probe.returncode != 0, "the home is still writable for the reader: the test proves nothing"
+        assert probe.returncode == 2, "the home is still writable for the reader: the test proves nothing"
+        assert probe.stderr.startswith("error: ") and ": cannot write the state (" in probe.stderr
+        assert "Traceback" not in probe.stderr, probe.stderr
         search = reader(app, dagster_home, "search", "cache", "-k", "3", "--json")
         assert search.returncode == 0, search.stderr
         assert len(json.loads(search.stdout)) == 3

@@ -177,7 +177,11 @@ class StateStore:
         """
         if self.is_sqlite:
             path = Path(f"{self.engine.url.database}.{source}.lock")
-            with path.open("w") as fh:
+            try:
+                fh = path.open("w")
+            except OSError as exc:
+                raise DamagedState(_unwritable(path, exc.strerror or str(exc))) from None
+            with fh:
                 try:
                     fcntl.flock(fh, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
                 except BlockingIOError:
@@ -541,9 +545,13 @@ def _sqlite_damage(path: Path) -> Any:
                 "(every section is embedded again), then `freshness reconcile --fix`"
             ) from None
         if any(m in low for m in _UNWRITABLE):
-            raise DamagedState(
-                f"{path}: cannot write the state database ({reason}): make {path.parent} writable "
-                "for this user, or run the command as its owner (status, search and dump only read)"
-            ) from None
+            raise DamagedState(_unwritable(path, reason)) from None
 
     return hook
+
+
+def _unwritable(path: Path, reason: str) -> str:
+    return (
+        f"{path}: cannot write the state ({reason}): make {path.parent} writable for this user, "
+        "or run the command as its owner (status, search and dump only read)"
+    )
