@@ -61,8 +61,9 @@ class ReconcileReport:
         }
 
 
-def compare(ctx: SourceContext, state: SourceState | None) -> ReconcileReport:
-    """What differs between the manifest and the active namespace, reading only."""
+def compare(ctx: SourceContext, state: SourceState | None, *, committed: bool = False) -> ReconcileReport:
+    """What differs between the manifest and the active namespace, reading only.
+    `committed`: the version searches read (status, while a refresh may be writing)."""
     report = ReconcileReport(source=ctx.name)
     if state is None or state.generation == 0:
         return report  # nothing was ever indexed
@@ -70,7 +71,7 @@ def compare(ctx: SourceContext, state: SourceState | None) -> ReconcileReport:
     manifest = ctx.store.manifest_hashes(ctx.name)
     report.records = len(manifest)
     try:
-        held = ctx.vectors.list_hashes(report.namespace)
+        held = ctx.vectors.list_hashes(report.namespace, committed=committed)
     except DamagedState as exc:
         report.damage = str(exc)
         return report

@@ -31,7 +31,7 @@ def source_status(settings: Settings, name: str, *, recent_runs: int = 10) -> di
         week_runs = sum(1 for r in ctx.store.runs(name, limit=1000) if r["started_at"] >= since)
         reembeds = Counter(ctx.store.reembed_counts(name, since))
         flapping = [(url, n) for url, n in reembeds.most_common(10) if n >= FLAPPING_MIN_RUNS and n * 2 > week_runs]
-        index = compare(ctx, ctx.store.source_state(name))
+        index = compare(ctx, ctx.store.source_state(name), committed=True)  # what searches see
         fresh = freshness_status(ctx)
         if fresh["freshness"] and not index.clean:
             fresh["freshness"]["alert"] = True  # a score measured on an index that is not there

@@ -31,8 +31,9 @@ class VectorStore(Protocol):
     def delete(self, namespace: str, ids: Sequence[str]) -> None:
         """Delete by id. Ids that do not exist are ignored. Idempotent."""
 
-    def list_hashes(self, namespace: str) -> dict[str, str]:
-        """Every record id in the namespace mapped to its `content_hash` metadata."""
+    def list_hashes(self, namespace: str, *, committed: bool = False) -> dict[str, str]:
+        """Every record id in the namespace mapped to its `content_hash` metadata;
+        `committed` as for `records`."""
 
     def records(self, namespace: str, *, committed: bool = False) -> Iterator[dict[str, Any]]:
         """Every record's metadata plus its `id` (no vectors), for dumps. `committed`: as of

@@ -146,8 +146,8 @@ class LanceDBStore:
             chunk = unique[start : start + _DELETE_BATCH]
             table.delete(f"id IN ({', '.join(map(_quote, chunk))})")
 
-    def list_hashes(self, namespace: str) -> dict[str, str]:
-        table = self._open(namespace)
+    def list_hashes(self, namespace: str, *, committed: bool = False) -> dict[str, str]:
+        table = self._open(namespace, committed=committed)
         if table is None:
             return {}
         with self._damage(namespace):

@@ -167,7 +167,7 @@ class PineconeStore:
                 for vid, vector in fetched.vectors.items():
                     yield vid, _from_pinecone(vector.metadata)
 
-    def list_hashes(self, namespace: str) -> dict[str, str]:
+    def list_hashes(self, namespace: str, *, committed: bool = False) -> dict[str, str]:
         return {vid: meta.get("content_hash", "") for vid, meta in self._metadata(namespace)}
 
     # Pinecone has no versions to read: `committed` is accepted and reads the live
