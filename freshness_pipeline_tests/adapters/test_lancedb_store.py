@@ -143,7 +143,8 @@ def test_a_damaged_table_is_named_and_can_be_dropped(store: LanceDBStore) -> Non
     folder = store.path / f"{table_name('docs')}.lance"
     for data in (folder / "data").glob("*.lance"):
         data.unlink()
-    with pytest.raises(DamagedState, match=rf"vector table {folder} is damaged \(a data file is missing: {folder}/data/"):
+    damaged = rf"vector table {folder} is damaged \(a data file is missing: {folder}/data/"
+    with pytest.raises(DamagedState, match=damaged):
         store.list_hashes("docs")
     store.drop_namespace("docs")
     assert not folder.exists() and store.list_hashes("docs") == {}
