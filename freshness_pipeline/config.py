@@ -1,4 +1,6 @@
-"""The sources file: what to crawl, how to embed, where to write. Validated with pydantic.
+"""The sources file: what to crawl, how to embed, where to write. Validated with pydantic
+when it loads: every number is finite and in its range, the embedding model is known (or
+given its dimensions), and each error names the file, the setting's path and the value.
 
 sources:
   - name: docs
