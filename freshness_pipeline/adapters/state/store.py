@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import os
 import time
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -17,14 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, Engine, Table, bindparam, create_engine, delete, event, func, select, text
+from sqlalchemy import Connection, Engine, Table, bindparam, delete, func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import ExceptionContext, make_url
 
 from ...core.models import Plan, Section
 from ..damage import DamagedState
 from . import schema
-from .migrate import at_head, upgrade
+from .engine import make_engine, readable_at_head, unwritable
+from .migrate import upgrade
 
 _MASK64 = (1 << 64) - 1
 _CHUNK = 500  # rows per statement where a list goes into an IN (...)
@@ -150,11 +149,11 @@ class StateStore:
     def __init__(self, url: str, *, read_only: bool = False) -> None:
         self.url = url
         self.read_only = False
-        if read_only and _readable_at_head(url):
+        if read_only and readable_at_head(url):
             self.read_only = True
-            self.engine: Engine = _engine(url, read_only=True)
+            self.engine: Engine = make_engine(url, read_only=True)
             return
-        self.engine = _engine(url, read_only=False)
+        self.engine = make_engine(url, read_only=False)
         if self.is_sqlite:
             Path(self.engine.url.database or ".").parent.mkdir(parents=True, exist_ok=True)
         upgrade(self.engine)
@@ -180,7 +179,7 @@ class StateStore:
             try:
                 fh = path.open("w")
             except OSError as exc:
-                raise DamagedState(_unwritable(path, exc.strerror or str(exc))) from None
+                raise DamagedState(unwritable(path, exc.strerror or str(exc))) from None
             with fh:
                 try:
                     fcntl.flock(fh, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
@@ -483,75 +482,3 @@ class StateStore:
 
 def _busy(source: str) -> str:
     return f"source {source!r} is being refreshed by another run; try again when it finishes"
-
-
-def _engine(url: str, *, read_only: bool) -> Engine:
-    parsed = make_url(url)
-    sqlite_file = parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:")
-    if sqlite_file and read_only:
-        path = Path(parsed.database or "")
-        # Immutable when nothing can write here anyway: no -shm/-wal file to create.
-        flag = "mode=ro" if os.access(path.parent, os.W_OK) else "immutable=1"
-        engine = create_engine(f"sqlite:///file:{path}?{flag}&uri=true", future=True)
-    else:
-        engine = create_engine(url, future=True)
-    if parsed.get_backend_name() == "sqlite":
-        event.listen(engine, "connect", _sqlite_read_pragmas if read_only else _sqlite_pragmas)
-        event.listen(engine, "handle_error", _sqlite_damage(Path(parsed.database or "")))
-    return engine
-
-
-def _readable_at_head(url: str) -> bool:
-    """Whether a read-only open will do: the database exists and needs no migration."""
-    parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite" and not Path(parsed.database or "").is_file():
-        return False
-    engine = _engine(url, read_only=True)
-    try:
-        return at_head(engine)
-    finally:
-        engine.dispose()
-
-
-def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
-    cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA journal_mode=WAL")
-    cur.execute("PRAGMA synchronous=NORMAL")
-    cur.execute("PRAGMA busy_timeout=30000")
-    cur.close()
-
-
-def _sqlite_read_pragmas(dbapi_conn: Any, _record: Any) -> None:
-    cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA busy_timeout=30000")
-    cur.close()
-
-
-_CORRUPT = ("malformed", "not a database", "file is encrypted", "disk i/o error")
-_UNWRITABLE = ("readonly database", "read-only", "unable to open database file")
-
-
-def _sqlite_damage(path: Path) -> Any:
-    """A `handle_error` hook: a damaged or unwritable SQLite file becomes one `DamagedState`
-    line naming the file, what is wrong and the way out."""
-
-    def hook(ctx: ExceptionContext) -> None:
-        reason = str(ctx.original_exception)
-        low = reason.lower()
-        if any(m in low for m in _CORRUPT):
-            raise DamagedState(
-                f"{path} is damaged ({reason}): restore it from a backup, or move it aside "
-                f"(mv {path} {path}.damaged) and `freshness run` rebuilds it from the site "
-                "(every section is embedded again), then `freshness reconcile --fix`"
-            ) from None
-        if any(m in low for m in _UNWRITABLE):
-            raise DamagedState(_unwritable(path, reason)) from None
-
-    return hook
-
-
-def _unwritable(path: Path, reason: str) -> str:
-    return (
-        f"{path}: cannot write the state ({reason}): make {path.parent} writable for this user, "
-        "or run the command as its owner (status, search and dump only read)"
-    )
