@@ -78,7 +78,7 @@ class FetchPolicy(_Strict):
     rate_per_s: Rate | None = None  # per-host request rate cap; None = no cap beyond robots
     obey_robots: bool = True
     max_redirects: Small = 5
-    max_bytes: Annotated[int, Field(strict=True, ge=1024)] = 5_000_000
+    max_bytes: Count = 5_000_000
     missing_after: Count = 3  # consecutive misses before a known page is declared gone
     max_gone_share: Share = 0.5  # more live pages than this gone in one crawl: an outage, held
     soft_404_min_chars: NonNegInt = 200  # extracted text shorter than this on a 200 is flagged

@@ -105,7 +105,7 @@ def test_nonsense_numbers_are_refused_at_load(tmp_path: Path, path: tuple[Any, .
 @pytest.mark.parametrize(
     ("setting", "value", "message"),
     [
-        ("sources.0.fetch.max_bytes", -10, "greater than or equal to 1024 (got -10)"),
+        ("sources.0.fetch.max_bytes", -10, "greater than or equal to 1 (got -10)"),
         ("embedder.batch_size", -1, "greater than or equal to 1 (got -1)"),
         ("embedder.batch_size", 0, "greater than or equal to 1 (got 0)"),
         ("embedder.batch_size", 2.5, "valid integer (got 2.5)"),
