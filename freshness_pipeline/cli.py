@@ -315,7 +315,7 @@ def _weak(args: argparse.Namespace, settings: Settings) -> int:
     from .adapters.state.store import StateStore
     from .config import state_url
 
-    store = StateStore(state_url(settings))
+    store = StateStore(state_url(settings), read_only=True)
     try:
         frame = MetricsStore(store).weak_queries(days=args.days)
     finally:
