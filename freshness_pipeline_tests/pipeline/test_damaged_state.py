@@ -108,6 +108,10 @@ def test_reads_need_no_write_access(built: tuple, dagster_home: Path) -> None:
         dump = reader(app, dagster_home, "dump")
         assert dump.returncode == 0, dump.stderr
         assert texts([json.loads(line) for line in dump.stdout.splitlines()]) == expected
+        (first, *_) = [json.loads(line) for line in dump.stdout.splitlines()]
+        for args in (("weak", "--json"), ("resolve", first["key"], "--json")):
+            done = reader(app, dagster_home, *args)
+            assert done.returncode == 0, done.stderr
     finally:
         chmod_tree(dagster_home, writable=True)
 
@@ -142,6 +146,9 @@ def test_a_deleted_vector_store(built: tuple, dagster_home: Path, capsys: pytest
     assert "18 of 18 records missing (the vector store lost them all)" in index["summary"]
     assert REPAIR in index["summary"]
     assert status["freshness"]["alert"] is True
+    run = app.cli("run", "--json")  # a quiet run: its reconcile check says the same, with the way out
+    (check,) = [c for c in json.loads(run.strip().splitlines()[-1])["checks"] if c["name"] == "reconcile_clean"]
+    assert "18 of 18 records missing (the vector store lost them all)" in check["description"]
     capsys.readouterr()
     err = one_line_error(app, "search", "cache", capsys=capsys)
     assert "docs-v1 holds no records but the manifest lists 18" in err and REPAIR in err
