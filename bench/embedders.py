@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from freshness_pipeline.adapters.embedders.local import LocalEmbedder
-from freshness_pipeline.adapters.embedders.onnx_export import BACKENDS
+from freshness_pipeline.core.embedding_models import LOCAL_BACKENDS as BACKENDS
 from freshness_pipeline.core.segment import segment
 
 DEMO_SITE = Path(__file__).resolve().parent.parent / "freshness_pipeline" / "demo" / "site" / "v2"

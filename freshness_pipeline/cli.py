@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .adapters.damage import DamagedState
 from .config import ConfigError, Settings, dagster_home, load_settings
 
 
@@ -39,7 +40,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     try:
         settings = load_settings()
         return int(args.func(args, settings) or 0)
-    except ConfigError as exc:
+    except (ConfigError, DamagedState) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
@@ -195,11 +196,11 @@ def _dump(args: argparse.Namespace, settings: Settings) -> int:
     from .pipeline.context import SourceContext, namespace
 
     for name in _names(settings, args.source):
-        ctx = SourceContext.open(settings, name)
+        ctx = SourceContext.open(settings, name, read_only=True)
         state = ctx.store.source_state(name)
         if state is None:
             continue
-        for rec in ctx.vectors.records(namespace(name, state.active_version)):
+        for rec in ctx.vectors.records(namespace(name, state.active_version), committed=True):
             print(json.dumps(rec, sort_keys=True, default=str))
         ctx.close()
     return 0
@@ -240,6 +241,8 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
         last = r.get("last_run") or {}
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(last["finished_at"])) if last else "never"
         print(f"{r['source']}: {r['pages_live']} pages, {r['sections_indexed']} sections indexed; last run {when}")
+        if not r["index"]["clean"]:
+            print(f"  INDEX NOT HEALTHY: {r['index']['summary']}")
         if last:
             c: dict[str, Any] = last["counts"]
             print(
@@ -300,6 +303,8 @@ def _reconcile(args: argparse.Namespace, settings: Settings) -> int:
         found = f"orphans: {len(report.orphans)} missing: {len(report.missing)} mismatched: {len(report.mismatched)}"
         fixed = f" fixed: {report.fixed}" if args.fix else ""
         print(f"{name} ({report.namespace or 'nothing indexed'}, {report.records} records): {found}{fixed}")
+        if report.damage:
+            print(f"  {report.damage}")
         for kind in ("orphans", "missing", "mismatched"):
             for rid in getattr(report, kind)[:20]:
                 print(f"  {kind}: {rid}")
@@ -313,7 +318,7 @@ def _weak(args: argparse.Namespace, settings: Settings) -> int:
     from .adapters.state.store import StateStore
     from .config import state_url
 
-    store = StateStore(state_url(settings))
+    store = StateStore(state_url(settings), read_only=True)
     try:
         frame = MetricsStore(store).weak_queries(days=args.days)
     finally:

@@ -1,4 +1,6 @@
-"""The sources file: what to crawl, how to embed, where to write. Validated with pydantic.
+"""The sources file: what to crawl, how to embed, where to write. Validated with pydantic
+when it loads: every number is finite and in its range, the embedding model is known (or
+given its dimensions), and each error names the file, the setting's path and the value.
 
 sources:
   - name: docs
@@ -12,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -34,28 +36,52 @@ def _compiles(pattern: str) -> str:
 
 Regex = Annotated[str, AfterValidator(_compiles)]
 
+# Numbers as the settings take them: ints are ints (not `true`, not 2.5), floats finite
+# (`allow_inf_nan=False` on the base), each in a range that means something.
+Count = Annotated[int, Field(strict=True, ge=1)]  # at least one
+NonNegInt = Annotated[int, Field(strict=True, ge=0)]
+Seconds = Annotated[float, Field(strict=True, gt=0, le=86_400.0)]  # a timeout or a period
+Wait = Annotated[float, Field(strict=True, ge=0, le=3_600.0)]  # a backoff: 0 is no wait
+Hours = Annotated[float, Field(strict=True, gt=0, le=24.0 * 366)]
+Cadence = Annotated[float, Field(strict=True, ge=0, le=24.0 * 366)]  # 0: due on every sensor tick
+Share = Annotated[float, Field(strict=True, ge=0, le=1)]  # a fraction of pages, sections or queries
+Small = Annotated[int, Field(strict=True, ge=0, le=20)]  # retries, redirects
+Tries = Annotated[int, Field(strict=True, ge=1, le=20)]
+Rate = Annotated[float, Field(strict=True, gt=0)]
+Factor = Annotated[float, Field(strict=True, ge=1, le=1000)]
+Days = Annotated[float, Field(strict=True, gt=0, le=36_500.0)]
+Batch = Annotated[int, Field(strict=True, ge=1, le=10_000)]
+
+
+def _agent_template(template: str) -> str:
+    try:
+        template.format(contact="x")
+    except (KeyError, IndexError, ValueError) as exc:
+        raise ValueError(f"{template!r} is not a template with only {{contact}} in braces ({exc})") from None
+    return template
+
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class FetchPolicy(_Strict):
     """How to crawl one source politely and what each HTTP answer means."""
 
-    user_agent: str = "freshness-pipeline/0.1 (+{contact})"
-    contact: str = "ops@example.invalid"
-    timeout_s: float = 10.0
-    max_retries: int = 2  # on 5xx / 429 / timeouts, within one run
-    backoff_s: float = 0.5  # base of the exponential backoff between retries
-    max_retry_after_s: float = 30.0  # a longer Retry-After is not waited for: the page errors
-    concurrency: int = 8  # requests in flight per host
-    rate_per_s: float | None = None  # per-host request rate cap; None = no cap beyond robots
+    user_agent: Annotated[str, AfterValidator(_agent_template)] = "freshness-pipeline/0.1 (+{contact})"
+    contact: Annotated[str, Field(min_length=1)] = "ops@example.invalid"
+    timeout_s: Seconds = 10.0
+    max_retries: Small = 2  # on 5xx / 429 / timeouts, within one run
+    backoff_s: Wait = 0.5  # base of the exponential backoff between retries
+    max_retry_after_s: Wait = 30.0  # a longer Retry-After is not waited for: the page errors
+    concurrency: Annotated[int, Field(strict=True, ge=1, le=256)] = 8  # requests in flight per host
+    rate_per_s: Rate | None = None  # per-host request rate cap; None = no cap beyond robots
     obey_robots: bool = True
-    max_redirects: int = 5
-    max_bytes: int = 5_000_000
-    missing_after: int = 3  # consecutive misses before a known page is declared gone
-    max_gone_share: float = 0.5  # more live pages than this gone in one crawl: an outage, held
-    soft_404_min_chars: int = 200  # a page that had more text and drops under this is flagged
+    max_redirects: Small = 5
+    max_bytes: Count = 5_000_000
+    missing_after: Count = 3  # consecutive misses before a known page is declared gone
+    max_gone_share: Share = 0.5  # more live pages than this gone in one crawl: an outage, held
+    soft_404_min_chars: NonNegInt = 200  # a page that had more text and drops under this is flagged
     keep_query_params: list[str] = Field(default_factory=list)  # e.g. ["version"]
     drop_query: bool = True  # drop every other query parameter
     # Wall-clock limit of one page (all its attempts, redirects and reads): a server that
@@ -81,8 +107,8 @@ class DiscoveryPolicy(_Strict):
     scope_prefix: str | None = None  # default: the start URL's directory
     include: list[Regex] = Field(default_factory=list)  # regexes on the normalized URL
     exclude: list[Regex] = Field(default_factory=list)
-    max_pages: int = 10_000
-    max_depth: int = 10
+    max_pages: Count = 10_000
+    max_depth: NonNegInt = 10
     max_sitemaps: int = Field(500, ge=1, le=100_000)  # sitemap files read per run, indexes included
     max_sitemap_depth: int = Field(4, ge=0, le=10)  # index levels followed below the first sitemap
 
@@ -91,8 +117,10 @@ class NoisePolicy(_Strict):
     """Normalization rules applied before hashing. Each named rule can be turned off."""
 
     disabled_rules: list[str] = Field(default_factory=list)
-    repeated_block_share: float = 0.6  # a block on more than this share of pages is template
-    fuzzy_threshold: int = 3  # simhash Hamming distance counted as unchanged; 0 = exact only
+    # a block on more than this share of pages is template (0 would make every block one)
+    repeated_block_share: Annotated[float, Field(strict=True, gt=0, le=1)] = 0.6
+    # simhash Hamming distance (of 64 bits) counted as unchanged; 0 = exact only
+    fuzzy_threshold: Annotated[int, Field(strict=True, ge=0, le=64)] = 3
 
     @field_validator("disabled_rules")
     @classmethod
@@ -106,8 +134,18 @@ class NoisePolicy(_Strict):
 
 
 class ChunkPolicy(_Strict):
-    token_budget: int = 400  # sections over this many tokens are split further
+    # sections over this many tokens are split further (8191: OpenAI's input limit)
+    token_budget: Annotated[int, Field(strict=True, ge=16, le=8191)] = 400
     encoding: str = "cl100k_base"
+
+    @field_validator("encoding")
+    @classmethod
+    def _known_encoding(cls, name: str) -> str:
+        from .core.tokens import ENCODINGS
+
+        if name not in ENCODINGS:
+            raise ValueError(f"unknown encoding {name!r}; available offline: {', '.join(ENCODINGS)}")
+        return name
 
 
 class TierRule(_Strict):
@@ -118,21 +156,27 @@ class TierRule(_Strict):
 class TierPolicy(_Strict):
     rules: list[TierRule] = Field(default_factory=list)
     default: Literal["hot", "warm", "cold"] = "warm"
-    hot_every_h: float = 4.0
-    warm_every_h: float = 24.0
-    cold_every_h: float = 168.0
+    hot_every_h: Cadence = 4.0
+    warm_every_h: Cadence = 24.0
+    cold_every_h: Cadence = 168.0
 
 
 class CheckPolicy(_Strict):
-    stale_warn: float = 0.02
-    stale_error: float = 0.10
-    spike_min_share: float = 0.5  # a run changing more than this share of sections ...
-    spike_factor: float = 4.0  # ... and this many times its recent median is a spike
-    freshness_alert: float = 0.95  # a composite freshness score under this alerts (docs/metrics.md)
-    lag_target_h: float = 24.0  # embedding lag (p90) the score tolerates in full
-    age_target_d: float = 730.0  # median content age the score tolerates in full
-    golden_miss_runs: int = 3  # consecutive golden-set misses that request a full re-index
-    golden_min_hit5: float | None = None  # a re-index under this hit@5 never becomes active
+    stale_warn: Share = 0.02
+    stale_error: Share = 0.10
+    spike_min_share: Share = 0.5  # a run changing more than this share of sections ...
+    spike_factor: Factor = 4.0  # ... and this many times its recent median is a spike
+    freshness_alert: Share = 0.95  # a composite freshness score under this alerts (docs/metrics.md)
+    lag_target_h: Hours = 24.0  # embedding lag (p90) the score tolerates in full
+    age_target_d: Days = 730.0  # median content age the score tolerates in full
+    golden_miss_runs: Count = 3  # consecutive golden-set misses that request a full re-index
+    golden_min_hit5: Share | None = None  # a re-index under this hit@5 never becomes active
+
+    @model_validator(mode="after")
+    def _warn_before_error(self) -> CheckPolicy:
+        if self.stale_warn > self.stale_error:
+            raise ValueError(f"stale_warn ({self.stale_warn}) is above stale_error ({self.stale_error})")
+        return self
 
 
 class Source(_Strict):
@@ -159,11 +203,27 @@ class EmbedderConfig(_Strict):
     model: str | None = None  # default per provider
     # local: torch | onnx | onnx-int8 (default); a change re-indexes (docs/benchmarks.md)
     backend: Literal["torch", "onnx", "onnx-int8"] | None = None
-    dimensions: int | None = None
+    dimensions: Annotated[int, Field(strict=True, ge=1, le=65_536)] | None = None
     base_url: str | None = None  # OpenAI-compatible servers
-    batch_size: int = 64
-    max_batch_tokens: int = 250_000
-    timeout_s: float = 60.0  # openai: per request; a timed-out request is retried
+    batch_size: Annotated[int, Field(strict=True, ge=1, le=2048)] = 64  # 2048: OpenAI's inputs per request
+    max_batch_tokens: Annotated[int, Field(strict=True, ge=1)] = 250_000
+    timeout_s: Seconds = 60.0  # openai: per request; a timed-out request is retried
+
+    @model_validator(mode="after")
+    def _known_model(self) -> EmbedderConfig:
+        """The model and dimensions are known now, not after a crawl (`core/embedding_models.py`)."""
+        from .core.embedding_models import MODELS, model_and_dims
+
+        if self.provider == "hashing" and self.model:
+            raise ValueError("model cannot be set for provider hashing (its model is hashing-v1-<dimensions>)")
+        if self.provider == "local":
+            local = [m for m, spec in MODELS.items() if spec.provider == "local"]
+            if self.dimensions is not None:
+                raise ValueError("dimensions cannot be set for provider local")
+            if self.model and self.model.partition("+")[0] not in local:
+                raise ValueError(f"no local copy of {self.model!r}; the local embedder ships {', '.join(local)}")
+        model_and_dims(self.provider, self.model, self.dimensions)  # an unknown size raises
+        return self
 
 
     @model_validator(mode="after")
@@ -178,8 +238,8 @@ class VectorStoreConfig(_Strict):
     path: str | None = None  # lancedb: default $DAGSTER_HOME/vectors
     index_name: str | None = None  # pinecone
     host: str | None = None  # pinecone data-plane host (or a local stand-in)
-    upsert_batch: int = Field(500, ge=1)  # records per upsert call of the commit protocol
-    timeout_s: float = 30.0  # pinecone: per request; a timed-out request is retried
+    upsert_batch: Batch = 500  # records per upsert call of the commit protocol
+    timeout_s: Seconds = 30.0  # pinecone: per request; a timed-out request is retried
 
 
 class Webhook(_Strict):
@@ -187,9 +247,9 @@ class Webhook(_Strict):
 
     url: str
     secret_env: str  # name of the environment variable holding the signing secret
-    timeout_s: float = 10.0
-    attempts: int = 5  # tries per event within one delivery, with exponential backoff
-    backoff_s: float = 1.0
+    timeout_s: Seconds = 10.0
+    attempts: Tries = 5  # tries per event within one delivery, with exponential backoff
+    backoff_s: Wait = 1.0
 
 
 class Settings(_Strict):
@@ -198,7 +258,17 @@ class Settings(_Strict):
     vector_store: VectorStoreConfig = VectorStoreConfig()
     state_url: str | None = None  # SQLAlchemy URL; default sqlite under $DAGSTER_HOME
     webhooks: list[Webhook] = Field(default_factory=list)  # change-event receivers
-    weak_thresholds: dict[str, float] = Field(default_factory=dict)  # model -> best cosine
+    # model -> best cosine under which a search is weak; above 1 every search is
+    weak_thresholds: dict[str, Annotated[float, Field(strict=True, ge=-1, allow_inf_nan=False)]] = Field(
+        default_factory=dict
+    )
+
+    @field_validator("sources")
+    @classmethod
+    def _some(cls, sources: list[Source]) -> list[Source]:
+        if not sources:
+            raise ValueError("the sources file lists no source; add at least one (see sources.example.yaml)")
+        return sources
 
     @model_validator(mode="after")
     def _unique_names(self) -> Settings:
@@ -228,19 +298,32 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
     """Read and validate the sources file; every error names the file and the setting."""
     p = sources_path(path)
     try:
-        raw = yaml.safe_load(p.read_text())
+        raw = yaml.safe_load(p.read_bytes().decode("utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{p}: sources file not found (set --sources or $FRESHNESS_SOURCES)") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{p}: is a folder, not a sources file (point --sources at the YAML file)") from None
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read the sources file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{p}: not valid YAML: {exc}") from exc
+    if raw is not None and not isinstance(raw, dict):
+        raise ConfigError(f"{p}: expected a mapping with `sources:` at the top level, got {type(raw).__name__}")
     try:
         settings = Settings.model_validate(raw or {})
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(part) for part in err['loc']) or '(top level)'}: {err['msg']}" for err in exc.errors()
-        )
-        raise ConfigError(f"{p}: {problems}") from exc
+        raise ConfigError(f"{p}: {'; '.join(map(_problem, exc.errors()))}") from exc
     return _with_golden_paths(settings, p)
+
+
+def _problem(err: Any) -> str:
+    """One validation error: the setting's path, what is wrong, and the value given."""
+    where = ".".join(str(part) for part in err["loc"]) or "(top level)"
+    given = err.get("input")
+    shown = f" (got {given!r})" if err["type"] != "missing" and isinstance(given, int | float | str | bool) else ""
+    return f"{where}: {err['msg']}{shown}"
 
 
 def _with_golden_paths(settings: Settings, path: Path) -> Settings:

@@ -2,8 +2,9 @@
 
 A run is a spike when the share of the index it would write or delete is above the source's
 `spike_min_share` *and* `spike_factor` times the median share of its recent runs. Runs
-that rewrote everything (the first build, a version re-index, an overridden spike) are
-left out of the history; with no history left, nothing is a spike.
+that rewrote everything (the first build, a version re-index) and runs an operator let
+through (`spike_override` in their counts, recorded by `vector_index`) are left out of
+the history; with no history left, nothing is a spike.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import CheckPolicy
+
+
+OVERRIDE_COUNT = "spike_override"  # 1 in a run's counts when it carried the operator's override
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,8 +38,8 @@ def history_shares(runs: Iterable[Mapping[str, Any]]) -> list[float]:
         after = c.get("sections_indexed", 0)
         base = max(after, c.get("sections_indexed_before", after))
         touched = c.get("upserted", 0) + c.get("sections_removed", 0)
-        if run.get("reason") or not base or touched >= base:
-            continue  # first build, version re-index, or a whole rewrite or wipe
+        if run.get("reason") or c.get(OVERRIDE_COUNT) or not base or touched >= base:
+            continue  # version re-index, an override, first build, or a whole rewrite or wipe
         shares.append(touched / base)
     return shares
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import tiktoken
 
-__all__ = ["count_tokens", "get_encoding"]
+__all__ = ["ENCODINGS", "count_tokens", "get_encoding"]
 
 _ENDOFTEXT = "<|endoftext|>"
 _ENDOFPROMPT = "<|endofprompt|>"
@@ -59,6 +59,7 @@ _SPECS = {
         {_ENDOFTEXT: 199999, _ENDOFPROMPT: 200018},
     ),
 }
+ENCODINGS = tuple(_SPECS)  # the encodings available offline
 
 
 def _data_dir() -> Path:

@@ -138,12 +138,7 @@ def reconcile_clean(context: dg.AssetCheckExecutionContext, freshness: Freshness
     return dg.AssetCheckResult(
         passed=report.clean,
         severity=dg.AssetCheckSeverity.ERROR,
-        description=None
-        if report.clean
-        else (
-            f"{report.namespace} drifted from the manifest; `freshness reconcile --fix` restores it "
-            "from the manifest and the embedding cache"
-        ),
+        description=None if report.clean else report.summary(),
         metadata={
             "namespace": report.namespace,
             "records": report.records,

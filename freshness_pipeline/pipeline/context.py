@@ -9,17 +9,14 @@ from pathlib import Path
 
 from ..adapters.embedders import make_embedder
 from ..adapters.embedders.base import Embedder
-from ..adapters.embedders.local import model_id, resolve
 from ..adapters.embedders.tokenizer import TokenizerSpec, tokenizer_for
 from ..adapters.state.store import SourceState, StateStore
 from ..adapters.vectorstores import make_vector_store
 from ..adapters.vectorstores.base import VectorStore
 from ..config import NoisePolicy, Settings, Source, dagster_home, state_url
+from ..core.embedding_models import model_and_dims
 from ..core.noise import NORMALIZER_VERSION
 from ..core.segment import CHUNKER_VERSION
-
-DEFAULT_DIMS = {"local": 384, "hashing": 256}
-
 
 @dataclass(frozen=True, slots=True)
 class Versions:
@@ -43,16 +40,7 @@ class Versions:
 def versions_for(settings: Settings, source: Source) -> Versions:
     """The versions a refresh would build with now, without loading any model."""
     cfg = settings.embedder
-    model = (
-        model_id(*resolve(cfg.model, cfg.backend))
-        if cfg.provider == "local"
-        else cfg.model
-        or {
-            "openai": "text-embedding-3-small",
-            "hashing": f"hashing-v1-{cfg.dimensions or DEFAULT_DIMS['hashing']}",
-        }[cfg.provider]
-    )
-    dims = cfg.dimensions or DEFAULT_DIMS.get(cfg.provider) or 1536
+    model, dims = model_and_dims(cfg.provider, cfg.model, cfg.dimensions, cfg.backend)  # checked at load
     # The source's own rule settings are part of its normalizer: turning a rule off must
     # re-extract and re-index like a new release of the rules would.
     noise = source.noise
@@ -83,8 +71,12 @@ class SourceContext:
     pinecone_api_key: str | None = field(default=None, repr=False)  # else $PINECONE_API_KEY
 
     @classmethod
-    def open(cls, settings: Settings, source_name: str, **keys: str | None) -> SourceContext:
-        return cls(settings, settings.source(source_name), StateStore(state_url(settings)), **keys)
+    def open(
+        cls, settings: Settings, source_name: str, *, read_only: bool = False, **keys: str | None
+    ) -> SourceContext:
+        """`read_only`: for commands that only read (see `StateStore`)."""
+        store = StateStore(state_url(settings), read_only=read_only)
+        return cls(settings, settings.source(source_name), store, **keys)
 
     @property
     def name(self) -> str:

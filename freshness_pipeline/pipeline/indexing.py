@@ -33,6 +33,7 @@ import numpy as np
 from ..adapters.state.store import ChangeEvent, SourceState
 from ..adapters.vectorstores.base import VectorRecord
 from ..core.models import Plan, Section
+from ..core.spike import OVERRIDE_COUNT
 from .context import SourceContext, namespace
 from .planning import StagedPlan
 
@@ -73,7 +74,11 @@ class IndexReport:
         return f"{pages}  | {records}"
 
 
-def apply_plan(ctx: SourceContext, staged: StagedPlan, *, run_id: str | None = None) -> IndexReport:
+def apply_plan(
+    ctx: SourceContext, staged: StagedPlan, *, run_id: str | None = None, spike_override: bool = False
+) -> IndexReport:
+    """Commit `staged`. `spike_override`: the run carries the operator's spike override; it
+    is recorded in the run's counts so that the spike history leaves the run out."""
     started = time.time()
     # `ctx.vectors` is opened on first use: a quiet run never pays for the vector store.
     src, store = ctx.source, ctx.store
@@ -134,6 +139,9 @@ def apply_plan(ctx: SourceContext, staged: StagedPlan, *, run_id: str | None = N
         if reindex:
             removed += _verify_complete(ctx, ns, {s.id: s.content_hash for s in upserts})
             golden = _golden_gate(ctx, ns)
+        if upserts or deletes or removed or restored:
+            # What readers see moves to this run's writes only now that all of them landed.
+            ctx.vectors.mark_committed(ns)
         _crash_point("verified")
 
         new_state = replace(
@@ -152,6 +160,8 @@ def apply_plan(ctx: SourceContext, staged: StagedPlan, *, run_id: str | None = N
             staged, plan, events, embedded=embedded, deleted=len(deletes), orphans=removed, reindex=reindex
         )
         counts["restored"] = restored
+        if spike_override:
+            counts[OVERRIDE_COUNT] = 1
         counts.update(golden)
         store.commit(
             new_state,

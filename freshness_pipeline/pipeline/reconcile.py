@@ -1,16 +1,21 @@
 """Reconcile: does the vector store hold exactly what the manifest says? Ids and content
 hashes of the active namespace against the manifest rows; `fix` repairs the difference
-from the manifest and the embedding cache (embedding only what the cache lacks).
+from the manifest and the embedding cache (embedding only what the cache lacks). A table
+that cannot be read at all (a data file deleted) is rebuilt whole the same way, and a
+vector store that was deleted shows as every record missing.
 
 Runs as the `reconcile_clean` asset check after every index write and as
 `freshness reconcile`. It holds the source's lock (waiting for a running refresh), so it
-never mistakes a refresh's writes in flight for drift.
+never mistakes a refresh's writes in flight for drift. `freshness status` uses `compare`,
+without the lock (reads need no write access).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..adapters.damage import REPAIR_INDEX, DamagedState
+from ..adapters.state.store import SourceState
 from .context import SourceContext, namespace
 from .indexing import restore_from_manifest
 
@@ -24,10 +29,23 @@ class ReconcileReport:
     source: str = ""
     namespace: str = ""
     records: int = 0  # rows in the manifest
+    damage: str | None = None  # the store could not be read: what is wrong and the way out
 
     @property
     def clean(self) -> bool:
-        return not (self.orphans or self.missing or self.mismatched)
+        return not (self.orphans or self.missing or self.mismatched or self.damage)
+
+    def summary(self) -> str:
+        """One line: clean, or what differs and the way out."""
+        if self.damage:
+            return self.damage
+        if self.clean:
+            return f"{self.namespace or 'nothing indexed'}: matches the manifest ({self.records} records)"
+        lost = " (the vector store lost them all)" if self.records and len(self.missing) == self.records else ""
+        return (
+            f"{self.namespace}: {len(self.missing)} of {self.records} records missing{lost}, "
+            f"{len(self.orphans)} orphans, {len(self.mismatched)} mismatched; {REPAIR_INDEX}"
+        )
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -39,26 +57,43 @@ class ReconcileReport:
             "missing": self.missing,
             "mismatched": self.mismatched,
             "fixed": self.fixed,
+            "damage": self.damage,
         }
+
+
+def compare(ctx: SourceContext, state: SourceState | None, *, committed: bool = False) -> ReconcileReport:
+    """What differs between the manifest and the active namespace, reading only.
+    `committed`: the version searches read (status, while a refresh may be writing)."""
+    report = ReconcileReport(source=ctx.name)
+    if state is None or state.generation == 0:
+        return report  # nothing was ever indexed
+    report.namespace = namespace(ctx.name, state.active_version)
+    manifest = ctx.store.manifest_hashes(ctx.name)
+    report.records = len(manifest)
+    try:
+        held = ctx.vectors.list_hashes(report.namespace, committed=committed)
+    except DamagedState as exc:
+        report.damage = str(exc)
+        return report
+    report.orphans = sorted(held.keys() - manifest.keys())
+    report.missing = sorted(manifest.keys() - held.keys())
+    report.mismatched = sorted(i for i in manifest.keys() & held.keys() if held[i] != manifest[i])
+    return report
 
 
 def reconcile(ctx: SourceContext, *, fix: bool = False) -> ReconcileReport:
     """What differs between the manifest and the active namespace (before any fix)."""
-    report = ReconcileReport(source=ctx.name)
     with ctx.store.lock(ctx.name, wait=True):
         state = ctx.store.source_state(ctx.name)
-        if state is None or state.generation == 0:
-            return report  # nothing was ever indexed
-        report.namespace = namespace(ctx.name, state.active_version)
-        manifest = ctx.store.manifest_hashes(ctx.name)
-        held = ctx.vectors.list_hashes(report.namespace)
-        report.records = len(manifest)
-        report.orphans = sorted(held.keys() - manifest.keys())
-        report.missing = sorted(manifest.keys() - held.keys())
-        report.mismatched = sorted(i for i in manifest.keys() & held.keys() if held[i] != manifest[i])
-        if fix and not report.clean:
-            deleted, upserted = restore_from_manifest(
-                ctx, state, [*report.orphans, *report.missing, *report.mismatched]
-            )
-            report.fixed = deleted + upserted
+        report = compare(ctx, state)
+        if not fix or report.clean or state is None:
+            return report
+        if report.damage:  # unreadable: rebuilt whole from the manifest and the cache
+            ctx.vectors.drop_namespace(report.namespace)
+            ids: list[str] = sorted(ctx.store.manifest_hashes(ctx.name))
+        else:
+            ids = [*report.orphans, *report.missing, *report.mismatched]
+        deleted, upserted = restore_from_manifest(ctx, state, ids)
+        ctx.vectors.mark_committed(report.namespace)
+        report.fixed = deleted + upserted
     return report

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..adapters.damage import REPAIR_INDEX, DamagedState
 from ..adapters.embedders import make_embedder
 from ..adapters.state.metrics_store import MetricsStore
 from ..adapters.state.store import SourceState, StateStore
+from ..adapters.vectorstores.base import Hit
 from ..config import Settings, state_url
+from ..core import embedding_models
 from .context import SourceContext, namespace, versions_for
 
-# Best cosine similarity under which a search counts as a weak match, per embedding model
-# (`weak_thresholds` in the sources file overrides). Calibration: docs/metrics.md.
-WEAK_THRESHOLDS = {"all-MiniLM-L6-v2": 0.25}
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,10 +38,10 @@ class Result:
 
 
 def weak_threshold(settings: Settings) -> float | None:
-    """The weak-match threshold of the configured embedding model, if it has one."""
+    """The weak-match threshold of the configured embedding model, if it has one: the sources
+    file's `weak_thresholds`, else the model's (`core/embedding_models.py`)."""
     model = versions_for(settings, settings.sources[0]).model if settings.sources else ""
-    # Calibrated per model; a backend (`+onnx-int8`) keeps its model's threshold (docs/metrics.md).
-    return settings.weak_thresholds.get(model, WEAK_THRESHOLDS.get(model.partition("+")[0]))
+    return settings.weak_thresholds.get(model, embedding_models.weak_threshold(model))
 
 
 def search(
@@ -51,21 +53,19 @@ def search(
     records nothing (there is no match to be weak)."""
     chosen = [settings.source(source)] if source else settings.sources
     embedder = make_embedder(settings.embedder)
-    vector = embedder.embed([query])[0].tolist()
+    configured = embedder.embed([query])[0].tolist()
     results: list[Result] = []
     for s in chosen:
-        ctx = SourceContext.open(settings, s.name)
+        ctx = SourceContext.open(settings, s.name, read_only=True)
         try:
             state = ctx.store.source_state(s.name)
             if state is None or state.generation == 0:
                 continue
+            vector = configured
             if (state.embed_model, state.embed_dims) != (embedder.model, embedder.dimensions):
                 # A re-index to another model is under way: the active index still holds the old one.
-                hits = ctx.vectors.query(
-                    namespace(s.name, state.active_version), _old_model_vector(settings, state, query), k
-                )
-            else:
-                hits = ctx.vectors.query(namespace(s.name, state.active_version), vector, k)
+                vector = _old_model_vector(settings, state, query)
+            hits = _committed_hits(ctx, state, vector, k)
             pages = ctx.store.page_markdown(s.name, {h.metadata["url"] for h in hits})
             for h in hits:
                 m = h.metadata
@@ -86,6 +86,18 @@ def search(
     return top
 
 
+def _committed_hits(ctx: SourceContext, state: SourceState, vector: list[float], k: int) -> list[Hit]:
+    """The active namespace as of its last commit (never half of a running refresh's writes).
+    Nothing found where the manifest lists records is a lost vector store, said so."""
+    ns = namespace(ctx.name, state.active_version)
+    hits = ctx.vectors.query(ns, vector, k, committed=True)
+    if not hits and (n := ctx.store.manifest_count(ctx.name)):
+        raise DamagedState(
+            f"{ns} holds no records but the manifest lists {n} (the vector store was lost or emptied); {REPAIR_INDEX}"
+        )
+    return hits
+
+
 def _old_model_vector(settings: Settings, state: SourceState, query: str) -> list[float]:
     """The query embedded with the model the active index was built with (same provider)."""
     cfg = settings.embedder.model_copy(update={"model": state.embed_model, "dimensions": state.embed_dims})
@@ -101,17 +113,20 @@ def _record(settings: Settings, query: str, top: list[Result], model: str) -> No
     weak = None
     if threshold is not None and best.score < threshold:
         weak = {"query": query, "model": model, "best_score": best.score, "best_url": best.url}
-    store = StateStore(state_url(settings))
     try:
-        MetricsStore(store).record_search(weak=weak, cited=sorted({(r.source, r.key) for r in top}))
-    finally:
-        store.close()
+        store = StateStore(state_url(settings))
+        try:
+            MetricsStore(store).record_search(weak=weak, cited=sorted({(r.source, r.key) for r in top}))
+        finally:
+            store.close()
+    except DamagedState as exc:  # a read-only home still answers searches
+        log.warning(f"search not recorded for the metrics: {exc}")
 
 
 def resolve(settings: Settings, key: str, *, source: str | None = None) -> dict[str, Any] | None:
     """Follow key redirects (renamed headings, moved pages) to the section's current text."""
     for s in [settings.source(source)] if source else settings.sources:
-        ctx = SourceContext.open(settings, s.name)
+        ctx = SourceContext.open(settings, s.name, read_only=True)
         try:
             current, hops = ctx.store.resolve_key(s.name, key)
             chunks = ctx.store.section_by_key(s.name, current)

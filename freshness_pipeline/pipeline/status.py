@@ -1,23 +1,28 @@
 """What `freshness status` shows: per source, pages and sections indexed, the last run,
 pages flagged for review and pages that re-embed on most runs (flapping: counted from the
-"changed" change events, one per page per run that rewrote its sections)."""
+"changed" change events, one per page per run that rewrote its sections), and whether the
+vector store holds what the manifest says (the comparison `freshness reconcile` makes: a
+lost or damaged vector store is never reported healthy). Reads only."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from ..config import Settings
 from .context import SourceContext
 from .metrics import freshness_status
+from .reconcile import compare
 
 FLAPPING_MIN_RUNS = 3  # re-embedded in at least this many runs of the last week ...
 FLAPPING_WINDOW_S = 7 * 86_400.0  # ... and in more than half of them: a missed noise rule?
 
 
 def source_status(settings: Settings, name: str, *, recent_runs: int = 10) -> dict[str, Any]:
-    ctx = SourceContext.open(settings, name)
+    ctx = SourceContext.open(settings, name, read_only=True)
     try:
         pages = ctx.store.load_pages(name, with_markdown=False).values()
         runs = ctx.store.runs(name, limit=recent_runs)
@@ -26,7 +31,11 @@ def source_status(settings: Settings, name: str, *, recent_runs: int = 10) -> di
         week_runs = sum(1 for r in ctx.store.runs(name, limit=1000) if r["started_at"] >= since)
         reembeds = Counter(ctx.store.reembed_counts(name, since))
         flapping = [(url, n) for url, n in reembeds.most_common(10) if n >= FLAPPING_MIN_RUNS and n * 2 > week_runs]
-        return {
+        index = compare(ctx, ctx.store.source_state(name), committed=True)  # what searches see
+        fresh = freshness_status(ctx)
+        if fresh["freshness"] and not index.clean:
+            fresh["freshness"]["alert"] = True  # a score measured on an index that is not there
+        return json_safe({
             "source": name,
             "pages_live": sum(1 for p in pages if p.state == "live"),
             "pages_gone": sum(1 for p in pages if p.state != "live"),
@@ -35,7 +44,28 @@ def source_status(settings: Settings, name: str, *, recent_runs: int = 10) -> di
             "last_run": runs[0] if runs else None,
             "flagged": sorted((p.url, p.flag) for p in pages if p.flag),
             "flapping": flapping,
-            **freshness_status(ctx),
-        }
+            "index": {
+                "clean": index.clean,
+                "summary": index.summary(),
+                "namespace": index.namespace,
+                "missing": len(index.missing),
+                "orphans": len(index.orphans),
+                "mismatched": len(index.mismatched),
+                "damage": index.damage,
+            },
+            **fresh,
+        })
     finally:
         ctx.close()
+
+
+def json_safe(value: Any) -> Any:
+    """`value` with every NaN or infinite float (pandas' missing values) made None, so that
+    `status --json` is strict JSON (`null`, never `NaN`)."""
+    if isinstance(value, float):  # numpy's float64 is a float too
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value

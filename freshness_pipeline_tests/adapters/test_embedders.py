@@ -235,7 +235,7 @@ def test_onnx_backends_agree_with_torch(tmp_path: Path, monkeypatch: pytest.Monk
 
 
 def test_backend_is_part_of_the_model_version(monkeypatch: pytest.MonkeyPatch) -> None:
-    from freshness_pipeline.adapters.embedders.local import DEFAULT_BACKEND, resolve
+    from freshness_pipeline.core.embedding_models import DEFAULT_BACKEND, resolve_local
     from freshness_pipeline.config import Settings
     from freshness_pipeline.pipeline.context import versions_for
 
@@ -247,7 +247,7 @@ def test_backend_is_part_of_the_model_version(monkeypatch: pytest.MonkeyPatch) -
     assert model(backend="torch") == "all-MiniLM-L6-v2" == make_embedder(EmbedderConfig(backend="torch")).model
     assert model(backend="onnx") == "all-MiniLM-L6-v2+onnx"
     # The active index's model id (as search reads it) carries its own backend.
-    assert resolve("all-MiniLM-L6-v2+onnx", "torch") == ("all-MiniLM-L6-v2", "onnx")
+    assert resolve_local("all-MiniLM-L6-v2+onnx", "torch") == ("all-MiniLM-L6-v2", "onnx")
     assert make_embedder(EmbedderConfig(model="all-MiniLM-L6-v2+onnx")).model == "all-MiniLM-L6-v2+onnx"
     with pytest.raises(ValueError, match="unknown local backend"):
         LocalEmbedder(backend="tensorrt")

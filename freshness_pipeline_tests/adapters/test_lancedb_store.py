@@ -5,6 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from freshness_pipeline.adapters.damage import DamagedState
 from freshness_pipeline.adapters.vectorstores.base import VectorRecord
 from freshness_pipeline.adapters.vectorstores.lancedb_store import LanceDBStore, table_name
 
@@ -118,3 +119,34 @@ def test_eighty_thousand_records(store: LanceDBStore) -> None:
     store.delete("big", [r.id for r in records[:2_500]])  # more than one delete batch
     assert len(store.list_hashes("big")) == 77_500
     assert store.query("big", records[-1].vector, k=1)[0].id == records[-1].id
+
+
+def test_committed_readers_see_the_marked_version(store: LanceDBStore) -> None:
+    recs = _records(3)
+    ids = [r.id for r in recs]
+    store.upsert("docs", recs[:2])
+    assert len(list(store.records("docs", committed=True))) == 2  # never marked: the latest
+    store.mark_committed("docs")
+    store.upsert("docs", recs[2:])  # a run's writes in flight
+    store.delete("docs", ids[:1])
+    assert {r["id"] for r in store.records("docs", committed=True)} == set(ids[:2])
+    assert set(store.list_hashes("docs", committed=True)) == set(ids[:2])
+    assert {h.id for h in store.query("docs", recs[2].vector, 10, committed=True)} == set(ids[:2])
+    assert set(store.list_hashes("docs")) == set(ids[1:])  # writers see the latest
+    store.mark_committed("docs")
+    assert set(store.list_hashes("docs", committed=True)) == set(ids[1:])
+    store.mark_committed("docs")  # idempotent
+
+
+def test_a_damaged_table_is_named_and_can_be_dropped(store: LanceDBStore) -> None:
+    store.upsert("docs", _records(3))
+    folder = store.path / f"{table_name('docs')}.lance"
+    for data in (folder / "data").glob("*.lance"):
+        data.unlink()
+    damaged = rf"vector table {folder} is damaged \(a data file is missing: {folder}/data/"
+    with pytest.raises(DamagedState, match=damaged):
+        store.list_hashes("docs")
+    store.drop_namespace("docs")
+    assert not folder.exists() and store.list_hashes("docs") == {}
+    store.upsert("docs", _records(2))
+    assert len(store.list_hashes("docs")) == 2

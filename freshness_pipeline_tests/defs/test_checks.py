@@ -87,6 +87,49 @@ def test_change_spike_blocks_vector_index_until_the_override(
     assert check_result(allowed, "reconcile_clean").passed
 
 
+def rewrite(site: Site, rng: random.Random, pages: int) -> Site:
+    """Every section of the first `pages` pages gets a new paragraph."""
+    out = Site(copy.deepcopy(site.pages))
+    for rel in sorted(out.pages)[:pages]:
+        out.pages[rel] = [(h, paragraph(rng)) for h, _ in out.pages[rel]]
+    return out
+
+
+def test_an_overridden_spike_does_not_weaken_the_next_check(
+    sources: Path, site: DocsSite, instance: dg.DagsterInstance
+) -> None:
+    rng = random.Random(3)
+    docs = generate(20, sections_per_page=4, seed=8)  # 80 sections
+    site.publish(docs.markdown())
+    assert refresh(instance).success
+    docs = edit_one(docs, rng)  # one normal run: 1 of 80
+    site.publish(docs.markdown())
+    assert refresh(instance).success
+    docs = rewrite(docs, rng, 15)  # 60 of 80, reviewed and let through
+    site.publish(docs.markdown())
+    allowed = refresh(instance, tags={ALLOW_SPIKE_TAG: "true"})
+    assert allowed.success and not check_result(allowed, "change_spike").passed
+    untouched = check_result(allowed, "change_spike").metadata  # the history without the override
+
+    docs = rewrite(docs, rng, 15)  # the same size of change again, without the override
+    site.publish(docs.markdown())
+    blocked = refresh(instance)
+    spike = check_result(blocked, "change_spike")
+    assert not spike.passed and spike.severity == dg.AssetCheckSeverity.ERROR, spike.metadata
+    assert spike.metadata["change_share"].value == 0.75
+    assert "vector_index" not in materialized(blocked)
+    # Judged against the same history as on a copy that never saw the override.
+    assert spike.metadata["history_runs"].value == untouched["history_runs"].value == 1
+    assert spike.metadata["history_median"].value == untouched["history_median"].value
+    store = StateStore(state_url(load_settings()))
+    try:
+        overridden = store.runs(SOURCE)[0]  # the blocked run committed nothing
+    finally:
+        store.close()
+    assert overridden["run_id"] == allowed.run_id
+    assert overridden["counts"]["spike_override"] == 1  # recorded with the run itself
+
+
 def test_stale_share_reconcile_and_flagged_pages(sources: Path, site: DocsSite, instance: dg.DagsterInstance) -> None:
     docs = generate(10, sections_per_page=3, seed=2)  # 30 sections
     site.publish(docs.markdown())
@@ -123,7 +166,8 @@ def test_spike_rule() -> None:
     quiet = [{"counts": {"sections_indexed": 100, "upserted": n}, "reason": None} for n in (2, 3, 4)]
     first = {"counts": {"sections_indexed": 100, "upserted": 100}, "reason": None}
     reindex = {"counts": {"sections_indexed": 100, "upserted": 100}, "reason": "version change"}
-    history = history_shares([*quiet, first, reindex])
+    overridden = {"counts": {"sections_indexed": 100, "upserted": 75, "spike_override": 1}, "reason": None}
+    history = history_shares([*quiet, first, reindex, overridden])
     assert history == [0.02, 0.03, 0.04]
     assert judge(0.9, [], policy).spike is False  # no history
     assert judge(0.9, history, policy).spike is True

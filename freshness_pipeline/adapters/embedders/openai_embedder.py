@@ -15,13 +15,8 @@ import numpy as np
 import tiktoken
 from openai import OpenAI, omit
 
+from freshness_pipeline.core.embedding_models import model_and_dims
 from freshness_pipeline.core.tokens import get_encoding
-
-DEFAULT_DIMENSIONS = {
-    "text-embedding-3-small": 1536,
-    "text-embedding-3-large": 3072,
-    "text-embedding-ada-002": 1536,
-}
 
 
 def _encoding_name(model: str) -> str:
@@ -47,10 +42,7 @@ class OpenAIEmbedder:
         max_retries: int = 5,
         timeout: float = 60.0,
     ) -> None:
-        if dimensions is None and model not in DEFAULT_DIMENSIONS:
-            raise ValueError(f"unknown dimensions for model {model!r}: set `dimensions`")
-        self.model = model
-        self.dimensions = dimensions or DEFAULT_DIMENSIONS[model]
+        self.model, self.dimensions = model_and_dims("openai", model, dimensions)
         self._send_dimensions = dimensions
         self.max_batch_inputs = max_batch_inputs
         self.max_batch_tokens = max_batch_tokens

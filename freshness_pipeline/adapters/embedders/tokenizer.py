@@ -15,6 +15,7 @@ from functools import cache
 from typing import Literal
 
 from freshness_pipeline.config import ChunkPolicy, EmbedderConfig
+from freshness_pipeline.core.embedding_models import resolve_local
 from freshness_pipeline.core.segment import TokenCount, tiktoken_counter
 
 __all__ = ["OPENAI_MAX_BUDGET", "TokenizerSpec", "tokenizer_for"]
@@ -43,9 +44,7 @@ class TokenizerSpec:
 def tokenizer_for(embedder: EmbedderConfig, chunking: ChunkPolicy) -> TokenizerSpec:
     """The tokenizer of the configured embedder, with the budget capped at its window."""
     if embedder.provider == "local":
-        from .local import resolve
-
-        model, _ = resolve(embedder.model, embedder.backend)  # every backend reads the same window
+        model, _ = resolve_local(embedder.model, embedder.backend)  # every backend reads the same window
         return TokenizerSpec("wordpiece", model, min(chunking.token_budget, _window(model)))
     if embedder.provider == "openai":
         return TokenizerSpec("tiktoken", _OPENAI_ENCODING, min(chunking.token_budget, OPENAI_MAX_BUDGET))

@@ -6,6 +6,8 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import Engine
 
 _HERE = Path(__file__).parent
@@ -20,3 +22,10 @@ def alembic_config(engine: Engine) -> Config:
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
     command.upgrade(alembic_config(engine), revision)
+
+
+def at_head(engine: Engine) -> bool:
+    """Whether the database is at the newest schema (read only: nothing is created)."""
+    heads = set(ScriptDirectory.from_config(alembic_config(engine)).get_heads())
+    with engine.connect() as conn:
+        return set(MigrationContext.configure(conn).get_current_heads()) == heads

@@ -16,11 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, Engine, Table, bindparam, create_engine, delete, event, func, select, text
+from sqlalchemy import Connection, Engine, Table, bindparam, delete, func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 
 from ...core.models import Plan, Section
+from ..damage import DamagedState
 from . import schema
+from .engine import make_engine, readable_at_head, unwritable
 from .migrate import upgrade
 
 _MASK64 = (1 << 64) - 1
@@ -138,14 +140,24 @@ def _chunks(items: Collection[str]) -> Iterator[list[str]]:
 
 
 class StateStore:
-    """All durable state of the pipeline behind one SQLAlchemy engine."""
+    """All durable state of the pipeline behind one SQLAlchemy engine.
 
-    def __init__(self, url: str) -> None:
+    `read_only`: for commands that only read (status, search, dump): SQLite is opened
+    read-only (immutable when its folder is not writable) with no journal-mode change and
+    no migration, so a read-only home still answers; an absent or older database falls
+    back to the normal open. A damaged or unwritable database raises `DamagedState`.
+    """
+
+    def __init__(self, url: str, *, read_only: bool = False) -> None:
         self.url = url
-        self.engine: Engine = create_engine(url, future=True)
+        self.read_only = False
+        if read_only and readable_at_head(url):
+            self.read_only = True
+            self.engine: Engine = make_engine(url, read_only=True)
+            return
+        self.engine = make_engine(url, read_only=False)
         if self.is_sqlite:
             Path(self.engine.url.database or ".").parent.mkdir(parents=True, exist_ok=True)
-            event.listen(self.engine, "connect", _sqlite_pragmas)
         upgrade(self.engine)
 
     @property
@@ -166,7 +178,11 @@ class StateStore:
         """
         if self.is_sqlite:
             path = Path(f"{self.engine.url.database}.{source}.lock")
-            with path.open("w") as fh:
+            try:
+                fh = path.open("w")
+            except OSError as exc:
+                raise DamagedState(unwritable(path, exc.strerror or str(exc))) from None
+            with fh:
                 try:
                     fcntl.flock(fh, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
                 except BlockingIOError:
@@ -481,11 +497,3 @@ class StateStore:
 
 def _busy(source: str) -> str:
     return f"source {source!r} is being refreshed by another run; try again when it finishes"
-
-
-def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
-    cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA journal_mode=WAL")
-    cur.execute("PRAGMA synchronous=NORMAL")
-    cur.execute("PRAGMA busy_timeout=30000")
-    cur.close()

@@ -35,14 +35,19 @@ class VectorStore(Protocol):
     def delete(self, namespace: str, ids: Sequence[str]) -> None:
         """Delete by id. Ids that do not exist are ignored. Idempotent."""
 
-    def list_hashes(self, namespace: str) -> dict[str, str]:
-        """Every record id in the namespace mapped to its `content_hash` metadata."""
+    def list_hashes(self, namespace: str, *, committed: bool = False) -> dict[str, str]:
+        """Every record id in the namespace mapped to its `content_hash` metadata;
+        `committed` as for `records`."""
 
-    def records(self, namespace: str) -> Iterator[dict[str, Any]]:
-        """Every record's metadata plus its `id` (no vectors), for dumps."""
+    def records(self, namespace: str, *, committed: bool = False) -> Iterator[dict[str, Any]]:
+        """Every record's metadata plus its `id` (no vectors), for dumps. `committed`: as of
+        the last `mark_committed` where the store keeps versions (readers during a run)."""
 
-    def query(self, namespace: str, vector: Sequence[float], k: int) -> list[Hit]:
-        """Top-k records by cosine similarity."""
+    def query(self, namespace: str, vector: Sequence[float], k: int, *, committed: bool = False) -> list[Hit]:
+        """Top-k records by cosine similarity; `committed` as for `records`."""
+
+    def mark_committed(self, namespace: str) -> None:
+        """What the namespace holds now becomes what `committed` readers see. Idempotent."""
 
     def drop_namespace(self, namespace: str) -> None:
         """Remove a namespace and all its records. Idempotent."""

@@ -3,7 +3,13 @@
 Each known metadata key is a column (so hashes and dumps never read vectors); any
 other key goes into the `extra` JSON column and comes back merged into the dict. A
 payload update rewrites columns of matched rows without the vector (a `merge_insert`
-of a partial table), and a table made before a column existed gets it, empty, on open.
+of a partial table), and a table made before a column existed gets it, empty, when a
+writer opens it.
+
+Every write makes a new table version. `mark_committed` tags the current one
+`committed`; readers (`committed=True`: search, dump) check that version out, so a search
+during a run sees the index as the last commit left it, never half of a run's writes.
+A table with a missing or unreadable file raises `DamagedState` naming it.
 """
 
 from __future__ import annotations
@@ -11,7 +17,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shutil
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
@@ -21,6 +29,7 @@ import pyarrow as pa
 from lancedb.db import LanceDBConnection
 from lancedb.table import LanceTable
 
+from freshness_pipeline.adapters.damage import REPAIR_INDEX, DamagedState
 from freshness_pipeline.adapters.vectorstores.base import Hit, VectorRecord
 
 _COLUMNS: dict[str, pa.DataType] = {
@@ -40,6 +49,8 @@ _SQL_TYPES = {pa.string(): "STRING", pa.int64(): "BIGINT", pa.float64(): "DOUBLE
 _META_COLUMNS = ["id", *_COLUMNS, "extra"]
 _UPSERT_BATCH = 20_000
 _DELETE_BATCH = 1_000
+COMMITTED = "committed"  # the tag of the version readers see
+_MISSING = re.compile(r"Not found: (?:Wrapped error: Not found: )?([^,\s]+)")
 
 
 def table_name(namespace: str) -> str:
@@ -80,15 +91,46 @@ class LanceDBStore:
         self.path.mkdir(parents=True, exist_ok=True)
         self._db = cast(LanceDBConnection, lancedb.connect(str(self.path)))
 
-    def _open(self, namespace: str) -> LanceTable | None:
+    def _open(self, namespace: str, *, committed: bool = False) -> LanceTable | None:
+        with self._damage(namespace):
+            try:
+                table = self._db.open_table(table_name(namespace))
+            except ValueError:  # not found
+                return None
+            if committed and COMMITTED in table.tags.list():
+                table.checkout(COMMITTED)
+            elif not committed and (missing := [n for n in [*_COLUMNS, "extra"] if n not in table.schema.names]):
+                # Written by an older version of this store: the new columns, empty.
+                table.add_columns({n: f"CAST(NULL AS {_SQL_TYPES[_COLUMNS.get(n, pa.string())]})" for n in missing})
+            return table
+
+    @contextmanager
+    def _damage(self, namespace: str) -> Iterator[None]:
+        """Lance's errors on a damaged table (a data file deleted, a manifest cut short) as
+        one line naming the table and the way out."""
         try:
-            table = self._db.open_table(table_name(namespace))
-        except ValueError:  # not found
-            return None
-        missing = [n for n in [*_COLUMNS, "extra"] if n not in table.schema.names]
-        if missing:  # written by an older version of this store
-            table.add_columns({n: f"CAST(NULL AS {_SQL_TYPES[_COLUMNS.get(n, pa.string())]})" for n in missing})
-        return table
+            yield
+        except (RuntimeError, OSError) as exc:
+            text = str(exc)
+            if "lance error" not in text.lower() and "LanceError" not in text:
+                raise
+            missing = _MISSING.search(text)
+            # Lance names files by object-store path: absolute, without its leading slash.
+            what = f"a data file is missing: /{missing.group(1).lstrip('/')}" if missing else text.splitlines()[0][:300]
+            where = self.path / f"{table_name(namespace)}.lance"
+            raise DamagedState(f"vector table {where} is damaged ({what}); {REPAIR_INDEX}") from None
+
+    def mark_committed(self, namespace: str) -> None:
+        """Tag the table's current version as the one readers see."""
+        table = self._open(namespace)
+        if table is None:
+            return
+        with self._damage(namespace):
+            tags = table.tags.list()
+            if COMMITTED not in tags:
+                table.tags.create(COMMITTED, table.version)
+            elif tags[COMMITTED]["version"] != table.version:
+                table.tags.update(COMMITTED, table.version)
 
     def upsert(self, namespace: str, records: Sequence[VectorRecord]) -> None:
         if not records:
@@ -130,38 +172,50 @@ class LanceDBStore:
             chunk = unique[start : start + _DELETE_BATCH]
             table.delete(f"id IN ({', '.join(map(_quote, chunk))})")
 
-    def list_hashes(self, namespace: str) -> dict[str, str]:
-        table = self._open(namespace)
+    def list_hashes(self, namespace: str, *, committed: bool = False) -> dict[str, str]:
+        table = self._open(namespace, committed=committed)
         if table is None:
             return {}
-        data = table.search().select(["id", "content_hash"]).limit(None).to_arrow()
+        with self._damage(namespace):
+            data = table.search().select(["id", "content_hash"]).limit(None).to_arrow()
         return dict(zip(data["id"].to_pylist(), data["content_hash"].to_pylist(), strict=True))
 
-    def records(self, namespace: str) -> Iterator[dict[str, Any]]:
-        table = self._open(namespace)
+    def records(self, namespace: str, *, committed: bool = False) -> Iterator[dict[str, Any]]:
+        table = self._open(namespace, committed=committed)
         if table is None:
             return
-        reader = table.search().select(_META_COLUMNS).limit(None).to_batches()
-        for batch in reader:
+        with self._damage(namespace):
+            batches = list(table.search().select(_held(table)).limit(None).to_batches())
+        for batch in batches:
             for row in batch.to_pylist():
                 yield _from_row(row)
 
-    def query(self, namespace: str, vector: Sequence[float], k: int) -> list[Hit]:
-        table = self._open(namespace)
+    def query(self, namespace: str, vector: Sequence[float], k: int, *, committed: bool = False) -> list[Hit]:
+        table = self._open(namespace, committed=committed)
         if table is None:
             return []
-        rows = (
-            table.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
-            .distance_type("cosine")
-            .select([*_META_COLUMNS, "_distance"])
-            .limit(k)
-            .to_arrow()
-            .to_pylist()
-        )
+        with self._damage(namespace):
+            rows = (
+                table.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
+                .distance_type("cosine")
+                .select([*_held(table), "_distance"])
+                .limit(k)
+                .to_arrow()
+                .to_pylist()
+            )
         return [Hit(id=row["id"], score=1.0 - row.pop("_distance"), metadata=_from_row(row)) for row in rows]
 
     def drop_namespace(self, namespace: str) -> None:
-        self._db.drop_table(table_name(namespace), ignore_missing=True)
+        """Idempotent, and works on a damaged table too (what Lance cannot remove is deleted)."""
+        with self._damage(namespace):
+            self._db.drop_table(table_name(namespace), ignore_missing=True)
+        shutil.rmtree(self.path / f"{table_name(namespace)}.lance", ignore_errors=True)
+
+
+def _held(table: LanceTable) -> list[str]:
+    """The metadata columns a table has: one read at an older committed version may lack new ones."""
+    names = set(table.schema.names)
+    return [c for c in _META_COLUMNS if c in names]
 
 
 def _to_arrow(records: Sequence[VectorRecord], schema: pa.Schema, dim: int) -> pa.Table:

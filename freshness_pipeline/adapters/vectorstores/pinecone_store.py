@@ -174,14 +174,19 @@ class PineconeStore:
                 for vid, vector in fetched.vectors.items():
                     yield vid, _from_pinecone(vector.metadata)
 
-    def list_hashes(self, namespace: str) -> dict[str, str]:
+    def list_hashes(self, namespace: str, *, committed: bool = False) -> dict[str, str]:
         return {vid: meta.get("content_hash", "") for vid, meta in self._metadata(namespace)}
 
-    def records(self, namespace: str) -> Iterator[dict[str, Any]]:
+    # Pinecone has no versions to read: `committed` is accepted and reads the live
+    # namespace (a re-index is still switched whole, by the active-namespace pointer).
+    def mark_committed(self, namespace: str) -> None:
+        return None
+
+    def records(self, namespace: str, *, committed: bool = False) -> Iterator[dict[str, Any]]:
         for vid, meta in self._metadata(namespace):
             yield {"id": vid, **meta}
 
-    def query(self, namespace: str, vector: Sequence[float], k: int) -> list[Hit]:
+    def query(self, namespace: str, vector: Sequence[float], k: int, *, committed: bool = False) -> list[Hit]:
         result = self._call(
             self._index.query,
             vector=np.asarray(vector, dtype=np.float64).tolist(),

@@ -1,0 +1,87 @@
+"""The SQLAlchemy engine of the state store. SQLite: WAL and a busy timeout for writers;
+for readers a read-only (or, in a folder nobody can write, immutable) open that changes
+nothing on disk. A damaged or unwritable SQLite file becomes one `DamagedState` line."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import ExceptionContext, make_url
+
+from ..damage import DamagedState
+from .migrate import at_head
+
+
+def make_engine(url: str, *, read_only: bool) -> Engine:
+    parsed = make_url(url)
+    sqlite_file = parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:")
+    if sqlite_file and read_only:
+        path = Path(parsed.database or "")
+        # Immutable when nothing can write here anyway: no -shm/-wal file to create.
+        flag = "mode=ro" if os.access(path.parent, os.W_OK) else "immutable=1"
+        engine = create_engine(f"sqlite:///file:{path}?{flag}&uri=true", future=True)
+    else:
+        engine = create_engine(url, future=True)
+    if parsed.get_backend_name() == "sqlite":
+        event.listen(engine, "connect", _sqlite_read_pragmas if read_only else _sqlite_pragmas)
+        event.listen(engine, "handle_error", _sqlite_damage(Path(parsed.database or "")))
+    return engine
+
+
+def readable_at_head(url: str) -> bool:
+    """Whether a read-only open will do: the database exists and needs no migration."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and not Path(parsed.database or "").is_file():
+        return False
+    engine = make_engine(url, read_only=True)
+    try:
+        return at_head(engine)
+    finally:
+        engine.dispose()
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.close()
+
+
+def _sqlite_read_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.close()
+
+
+_CORRUPT = ("malformed", "not a database", "file is encrypted", "disk i/o error")
+_UNWRITABLE = ("readonly database", "read-only", "unable to open database file")
+
+
+def _sqlite_damage(path: Path) -> Any:
+    """A `handle_error` hook: a damaged or unwritable SQLite file becomes one `DamagedState`
+    line naming the file, what is wrong and the way out."""
+
+    def hook(ctx: ExceptionContext) -> None:
+        reason = str(ctx.original_exception)
+        low = reason.lower()
+        if any(m in low for m in _CORRUPT):
+            raise DamagedState(
+                f"{path} is damaged ({reason}): restore it from a backup, or move it aside "
+                f"(mv {path} {path}.damaged) and `freshness run` rebuilds it from the site "
+                "(every section is embedded again), then `freshness reconcile --fix`"
+            ) from None
+        if any(m in low for m in _UNWRITABLE):
+            raise DamagedState(unwritable(path, reason)) from None
+
+    return hook
+
+
+def unwritable(path: Path, reason: str) -> str:
+    return (
+        f"{path}: cannot write the state ({reason}): make {path.parent} writable for this user, "
+        "or run the command as its owner (status, search and dump only read)"
+    )
