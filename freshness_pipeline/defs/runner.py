@@ -8,6 +8,7 @@ from typing import Any
 import dagster as dg
 
 from .assets import TIER_TAG
+from .liveness import HOST_TAG, reap_dead_runs, this_host
 from .partitions import sources_partitions
 
 
@@ -27,9 +28,10 @@ def run_refresh(
     from .definitions import defs
 
     instance = dg.DagsterInstance.get()
+    reap_dead_runs(instance)  # a killed run's pool slot would make this run wait forever
     if not instance.has_dynamic_partition(sources_partitions.name, source):
         instance.add_dynamic_partitions(sources_partitions.name, [source])
-    run_tags = {**(tags or {}), **({TIER_TAG: tier} if tier else {})}
+    run_tags = {**(tags or {}), HOST_TAG: this_host(), **({TIER_TAG: tier} if tier else {})}
     result = defs.resolve_job_def("refresh").execute_in_process(
         instance=instance,
         partition_key=source,
