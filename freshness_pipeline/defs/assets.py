@@ -25,6 +25,7 @@ from ..pipeline.crawl import CrawlReport, crawl
 from ..pipeline.indexing import IndexReport, apply_plan
 from ..pipeline.planning import StagedPlan, make_plan
 from ..pipeline.sections import SectionSet, current_sections
+from .executors import CELERY_QUEUE_TAG, EMBEDDINGS_QUEUE
 from .partitions import sources_partitions
 from .resources import FreshnessResource
 
@@ -36,23 +37,28 @@ EMBEDDINGS_POOL = "embeddings"  # the provider's rate limit: `concurrency: pools
 log = logging.getLogger(__name__)
 
 
-def _settings_at_load(what: str) -> Settings | None:
-    """The sources file as the code location loads, for vector_index's `what`; a missing or
-    invalid file, or one with no source, gives None and says what falls back."""
+_warned: set[str] = set()
+
+
+def _settings_at_load() -> Settings | None:
+    """The sources file as the code location loads; a missing or invalid file, or one with
+    no source, gives None and says (once) what vector_index falls back to."""
     try:
         settings = load_settings()
+        problem = None if settings.sources else "the sources file lists no source"
     except ConfigError as exc:
-        log.warning(f"vector_index {what} without the sources file: {exc}")
-        return None
-    if not settings.sources:
-        log.warning(f"vector_index {what} without the sources file: it lists no source")
-        return None
-    return settings
+        settings, problem = None, str(exc)
+    if problem is None:
+        return settings
+    if problem not in _warned:
+        _warned.add(problem)
+        log.warning(f"vector_index: code_version model-unknown, kinds lancedb, no freshness policy: {problem}")
+    return None
 
 
 def model_code_version() -> str:
     """The embedding model and dimensions the sources file selects; `model-unknown` without one."""
-    settings = _settings_at_load("code_version (model-unknown)")
+    settings = _settings_at_load()
     if settings is None:
         return "model-unknown"
     v = versions_for(settings, settings.sources[0])  # the embedder is shared by all sources
@@ -61,14 +67,14 @@ def model_code_version() -> str:
 
 def store_kinds() -> set[str]:
     """The configured vector store, as the asset's kind (the default, lancedb, without a file)."""
-    settings = _settings_at_load("kinds (lancedb)")
+    settings = _settings_at_load()
     return {settings.vector_store.provider if settings else "lancedb"}
 
 
 def index_freshness() -> dg.FreshnessPolicy | None:
     """Dagster's freshness for vector_index, from the tier cadences: WARN once the fastest
     tier's interval passed without a refresh, FAIL once the slowest one's did."""
-    settings = _settings_at_load("freshness policy (none)")
+    settings = _settings_at_load()
     if settings is None:
         return None
     # Dagster's windows are at least a minute long.
@@ -185,6 +191,7 @@ def diff_plan(
     kinds=store_kinds(),
     code_version=f"index-1+{model_code_version()}",
     pool=EMBEDDINGS_POOL,
+    op_tags={CELERY_QUEUE_TAG: EMBEDDINGS_QUEUE},  # under the celery executor: the embedding workers
     freshness_policy=index_freshness(),
     description="The vector index: embed the queue, upsert, delete, then commit the manifest. "
     "Does not run when diff_plan's blocking change-spike check fails.",

@@ -12,10 +12,11 @@ import yaml
 
 INSTANCE_CONFIG: dict[str, Any] = {
     "telemetry": {"enabled": False},
+    # Dagster's run queue while `dagster-daemon` dequeues it, a direct launch when none runs.
+    "run_coordinator": {"module": "freshness_pipeline.defs.coordinator", "class": "QueueWhenDaemonRuns"},
     "concurrency": {
-        # The run queue (Dagster's default QueuedRunCoordinator, dequeued by `dagster-daemon`):
-        # one run per source at a time, so a CLI run beside a sensor's run waits instead of
-        # failing with SourceBusy.
+        # The run queue: one run per source at a time, so a CLI run beside a sensor's run
+        # waits instead of failing with SourceBusy.
         "runs": {
             "max_concurrent_runs": 4,
             "tag_concurrency_limits": [

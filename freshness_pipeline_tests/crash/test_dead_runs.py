@@ -15,6 +15,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from freshness_pipeline.defs.runner import LAUNCH_ENV
 from freshness_pipeline.defs.sensors import tier_cadence_sensor
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline.pipeline.indexing import CRASH_ENV
@@ -25,9 +26,12 @@ from freshness_pipeline_tests.sitegen import generate
 SHIPPED = Path(__file__).resolve().parents[2] / "dagster_home" / "dagster.yaml"
 
 
-def freshness(home: Path, sources: Path, *args: str, crash: str | None = None) -> subprocess.CompletedProcess:
+def freshness(
+    home: Path, sources: Path, *args: str, crash: str | None = None, launch: str = "code-location"
+) -> subprocess.CompletedProcess:
+    """The CLI in a child process; `launch` is how it runs the refresh (runner.LAUNCH_ENV)."""
     env = {k: v for k, v in os.environ.items() if k != CRASH_ENV}
-    env |= {"DAGSTER_HOME": str(home), **({CRASH_ENV: crash} if crash else {})}
+    env |= {"DAGSTER_HOME": str(home), LAUNCH_ENV: launch, **({CRASH_ENV: crash} if crash else {})}
     return subprocess.run(
         [sys.executable, "-m", "freshness_pipeline.cli", "--sources", str(sources), *args],
         env=env,
@@ -37,9 +41,10 @@ def freshness(home: Path, sources: Path, *args: str, crash: str | None = None) -
     )
 
 
-@pytest.fixture
-def killed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """A home with the shipped dagster.yaml and a refresh SIGKILLed at its first upsert."""
+@pytest.fixture(params=["code-location", "in-process"])
+def killed(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A home with the shipped dagster.yaml and a refresh SIGKILLed at its first upsert: the
+    run worker of a code-location launch, or the CLI process running the job in-process."""
     home = tmp_path / "home"
     home.mkdir()
     shutil.copy(SHIPPED, home / "dagster.yaml")
@@ -49,12 +54,16 @@ def killed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         site.publish(site_pages.markdown())
         sources = write_sources(tmp_path / "sources.yaml", site.sitemap_url)
         monkeypatch.setenv("FRESHNESS_SOURCES", str(sources))
-        dead = freshness(home, sources, "run", crash="upsert")
-        assert dead.returncode == -9, dead.stderr[-2000:]
+        dead = freshness(home, sources, "run", crash="upsert", launch=request.param)
         with dg.DagsterInstance.get() as instance:
             (record,) = instance.get_run_records()
-            assert record.dagster_run.status == dg.DagsterRunStatus.STARTED
-            assert record.dagster_run.run_id in instance.event_log_storage.get_concurrency_run_ids()
+            if request.param == "in-process":  # the CLI died with the run: STARTED, holding its slot
+                assert dead.returncode == -9, dead.stderr[-2000:]
+                assert record.dagster_run.status == dg.DagsterRunStatus.STARTED
+                assert record.dagster_run.run_id in instance.event_log_storage.get_concurrency_run_ids()
+            else:  # the run worker died; the run was failed (by its code server or liveness.py)
+                assert dead.returncode == 1 and "failure:" in dead.stdout, dead.stdout
+                assert record.dagster_run.status == dg.DagsterRunStatus.FAILURE
             yield home, sources, site, site_pages, instance, record.dagster_run.run_id
 
 
@@ -71,6 +80,7 @@ def test_the_run_after_a_kill_at_the_upsert_finishes_and_converges(killed) -> No
     assert freshness(home, sources, "reconcile").returncode == 0
 
 
+@pytest.mark.parametrize("killed", ["in-process"], indirect=True)  # launched, the CLI reaps it first
 def test_the_next_sensor_tick_after_a_kill_launches_again(killed) -> None:
     home, sources, site, pages, instance, dead_id = killed
     (request,) = evaluate(tier_cadence_sensor, instance).run_requests
