@@ -16,7 +16,7 @@ import dagster as dg
 
 from .assets import refresh_assets, refresh_job
 from .checks import refresh_checks
-from .executors import executor_name, refresh_executor
+from .executors import refresh_executor
 from .metrics_assets import freshness_metrics
 from .resources import FreshnessResource
 from .sensors import refresh_sensors
@@ -45,5 +45,3 @@ defs = dg.Definitions(
         "io_manager": dg.FilesystemIOManager(base_dir=os.environ.get("FRESHNESS_IO_DIR")),
     },
 )
-
-__all__ = ["defs", "executor_name"]

@@ -29,6 +29,7 @@ import dagster as dg
 import yaml
 
 from .assets import TIER_TAG
+from .executors import executor_name
 from .liveness import HOST_TAG, reap_dead_runs, this_host
 from .partitions import sources_partitions
 
@@ -75,14 +76,15 @@ def run_refresh(
         run_id = result.run_id
     else:
         verbose = log_level in ("DEBUG", "INFO")
-        run_id = launch(instance, {**run_tags, "dagster/partition": source}, logs, verbose=verbose)
+        try:
+            run_id = launch(instance, {**run_tags, "dagster/partition": source}, logs, verbose=verbose)
+        except LaunchError as exc:
+            return {"run_id": None, "status": "failure", "message": str(exc), "checks": []}
     return summarize(instance, defs, run_id, source)
 
 
 def launch(instance: dg.DagsterInstance, tags: dict[str, str], run_config: dict, *, verbose: bool) -> str:
     """Create and submit a `refresh` run of the code location, wait until it ends, return its id."""
-    from .definitions import executor_name
-
     run_id = str(uuid.uuid4())
     if executor_name() == "default":  # one run worker runs every step: no process per step
         run_config = {**run_config, "execution": {"config": {"in_process": {}}}}
