@@ -14,6 +14,8 @@ location origin: the test suite does so for speed, and tests the launch path on 
 
 from __future__ import annotations
 
+import contextlib
+import io
 import itertools
 import json
 import os
@@ -29,6 +31,7 @@ import dagster as dg
 import yaml
 
 from .assets import TIER_TAG
+from .coordinator import daemon_running
 from .executors import executor_name
 from .liveness import HOST_TAG, reap_dead_runs, this_host
 from .partitions import sources_partitions
@@ -113,6 +116,11 @@ def _wait(instance: dg.DagsterInstance, run_id: str, proc: subprocess.Popen, log
             return
         if run is not None and polls % REAP_EVERY == REAP_EVERY - 1:
             reap_dead_runs(instance)
+            if run.status == dg.DagsterRunStatus.QUEUED and not daemon_running(instance):
+                raise LaunchError(
+                    f"run {run_id} is queued but no dagster-daemon dequeues it (it stopped?): "
+                    "start `dagster-daemon run`, or cancel the run in the UI"
+                )
         if run is None and proc.poll() is not None:
             log.seek(0)
             tail = log.read()[-3000:].strip() or f"exit code {proc.returncode}"
@@ -171,8 +179,10 @@ def _materialized(instance: dg.DagsterInstance, run_id: str) -> set[str]:
 
 
 def _value(defs: dg.Definitions, instance: dg.DagsterInstance, asset: str, source: str) -> Any:
-    """The asset's output for the partition, as this run stored it through the IO manager."""
-    return defs.load_asset_value(asset, partition_key=source, instance=instance)
+    """The asset's output for the partition, as this run stored it through the IO manager
+    (quietly: the loader's own console logger prints every load at DEBUG on stderr)."""
+    with contextlib.redirect_stderr(io.StringIO()):
+        return defs.load_asset_value(asset, partition_key=source, instance=instance)
 
 
 def _failure(instance: dg.DagsterInstance, run_id: str) -> str:
