@@ -16,6 +16,7 @@ from typing import Any
 
 from .adapters.damage import DamagedState
 from .config import ConfigError, Settings, dagster_home, load_settings
+from .defs.instance import write_instance_config
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -37,6 +38,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.sources:
         os.environ["FRESHNESS_SOURCES"] = str(Path(args.sources).resolve())
     os.environ.setdefault("DAGSTER_HOME", str(dagster_home()))
+    write_instance_config(dagster_home())  # a home without dagster.yaml gets the project's (defs/instance.py)
     try:
         settings = load_settings()
         return int(args.func(args, settings) or 0)

@@ -1,10 +1,12 @@
-"""Screenshot the Dagster asset graph after a demo run: docs/ui-asset-graph.png.
+"""Screenshot the Dagster UI after a demo run: the asset graph (docs/ui-asset-graph.png) and
+the demo's last run, a run of the code location (docs/ui-run.png).
 
-    python scripts/screenshot_ui.py [--out docs/ui-asset-graph.png] [--keep-home]
+    python scripts/screenshot_ui.py [--out-dir docs] [--keep-home]
 
 Runs `freshness demo --embedder hashing` into a fresh DAGSTER_HOME, serves the code location
-with `dagster dev` on 127.0.0.1, and opens the asset graph of the `freshness` group in
-headless Debian Chromium (`apt-get install -y chromium`). Not run in CI.
+with `dagster-webserver` on 127.0.0.1 (no daemon: the sensors do not tick against the
+stopped demo site), and opens the pages in headless Debian Chromium
+(`apt-get install -y chromium`). Not run in CI.
 """
 
 from __future__ import annotations
@@ -57,6 +59,13 @@ def skip_community_dialog(base: str) -> None:
     urllib.request.urlopen(req, timeout=10).close()
 
 
+def last_run_id(env: dict[str, str]) -> str:
+    """The demo's last run (its v2 refresh), read from the demo's instance."""
+    code = "import dagster as dg; print(dg.DagsterInstance.get().get_runs(limit=1)[0].run_id)"
+    out = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True)
+    return out.stdout.split()[-1]
+
+
 def screenshot(url: str, out: Path, budget_ms: int) -> None:
     chromium = shutil.which("chromium") or sys.exit("chromium not found: apt-get install -y chromium")
     with tempfile.TemporaryDirectory() as profile:
@@ -69,7 +78,7 @@ def screenshot(url: str, out: Path, budget_ms: int) -> None:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", type=Path, default=ROOT / "docs" / "ui-asset-graph.png")
+    p.add_argument("--out-dir", type=Path, default=ROOT / "docs")
     p.add_argument("--budget-ms", type=int, default=30_000, help="virtual time Chromium gives the page")
     p.add_argument("--keep-home", action="store_true", help="keep the demo DAGSTER_HOME")
     args = p.parse_args()
@@ -81,7 +90,7 @@ def main() -> int:
                    cwd=ROOT, env=env, check=True)
     port = free_port()
     server = subprocess.Popen(
-        [bin_dir / "dagster", "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
+        [bin_dir / "dagster-webserver", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
     try:
@@ -89,14 +98,15 @@ def main() -> int:
         wait_for(f"{base}/server_info")
         time.sleep(5)  # the code location loads after the webserver answers
         skip_community_dialog(base)
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        screenshot(f"{base}/asset-groups/freshness", args.out, args.budget_ms)
+        args.out_dir.mkdir(parents=True, exist_ok=True)
+        screenshot(f"{base}/asset-groups/freshness", args.out_dir / "ui-asset-graph.png", args.budget_ms)
+        screenshot(f"{base}/runs/{last_run_id(env)}", args.out_dir / "ui-run.png", args.budget_ms)
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=60)
         if not args.keep_home:
             shutil.rmtree(home.parent, ignore_errors=True)
-    print(f"saved {args.out}" + (f"; DAGSTER_HOME kept at {home}" if args.keep_home else ""))
+    print(f"saved {args.out_dir}/ui-*.png" + (f"; DAGSTER_HOME kept at {home}" if args.keep_home else ""))
     return 0
 
 

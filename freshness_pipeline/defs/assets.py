@@ -11,10 +11,12 @@ the UI marks what a version bump made out of date (the re-index itself is launch
 
 import logging
 import time
+from datetime import timedelta
 
 import dagster as dg
 
-from ..config import ConfigError, load_settings
+from ..config import ConfigError, Settings, load_settings
+from ..core.cadence import intervals
 from ..core.noise import NORMALIZER_VERSION
 from ..core.segment import CHUNKER_VERSION
 from ..core.tiers import TIERS
@@ -23,6 +25,7 @@ from ..pipeline.crawl import CrawlReport, crawl
 from ..pipeline.indexing import IndexReport, apply_plan
 from ..pipeline.planning import StagedPlan, make_plan
 from ..pipeline.sections import SectionSet, current_sections
+from .executors import CELERY_QUEUE_TAG, EMBEDDINGS_QUEUE
 from .partitions import sources_partitions
 from .resources import FreshnessResource
 
@@ -34,16 +37,54 @@ EMBEDDINGS_POOL = "embeddings"  # the provider's rate limit: `concurrency: pools
 log = logging.getLogger(__name__)
 
 
-def model_code_version() -> str:
-    """The embedding model and dimensions the sources file selects, read when the code
-    location loads; a missing or invalid file falls back to `model-unknown` (and says so)."""
+_warned: set[str] = set()
+
+
+def _settings_at_load() -> Settings | None:
+    """The sources file as the code location loads; a missing or invalid file, or one with
+    no source, gives None and says (once) what vector_index falls back to."""
     try:
         settings = load_settings()
+        problem = None if settings.sources else "the sources file lists no source"
     except ConfigError as exc:
-        log.warning(f"vector_index code_version without the model: {exc}")
+        settings, problem = None, str(exc)
+    if problem is None:
+        return settings
+    if problem not in _warned:
+        _warned.add(problem)
+        log.warning(f"vector_index: code_version model-unknown, kinds lancedb, no freshness policy: {problem}")
+    return None
+
+
+def model_code_version() -> str:
+    """The embedding model and dimensions the sources file selects; `model-unknown` without one."""
+    settings = _settings_at_load()
+    if settings is None:
         return "model-unknown"
-    v = versions_for(settings, settings.sources[0])  # one embedder for all; a file has a source
+    v = versions_for(settings, settings.sources[0])  # the embedder is shared by all sources
     return f"{v.model}/{v.dims}"
+
+
+def store_kinds() -> set[str]:
+    """The configured vector store, as the asset's kind (the default, lancedb, without a file)."""
+    settings = _settings_at_load()
+    return {settings.vector_store.provider if settings else "lancedb"}
+
+
+def index_freshness() -> dg.FreshnessPolicy | None:
+    """Dagster's freshness for vector_index, from the tier cadences: WARN once the fastest
+    tier's interval passed without a refresh, FAIL once the slowest one's did."""
+    settings = _settings_at_load()
+    if settings is None:
+        return None
+    # Dagster's windows are at least a minute long.
+    every = [max(s, 60.0) for src in settings.sources for s in intervals(src.tiers).values() if s > 0]
+    if not every:
+        return None
+    fail, warn = max(every), min(every)
+    return dg.FreshnessPolicy.time_window(
+        fail_window=timedelta(seconds=fail), warn_window=timedelta(seconds=warn) if warn < fail else None
+    )
 
 
 def md_table(rows: list[tuple[str, object]], headers: tuple[str, str]) -> dg.MarkdownMetadataValue:
@@ -113,7 +154,7 @@ def section_manifest(
             "sections": len(out.sections),
             "gone_pages": len(out.gone),
             "segmentation_errors": len(out.errors),
-            "reindex_reason": out.reindex_reason or "",
+            **({"reindex_reason": out.reindex_reason} if out.reindex_reason else {}),
             "seconds": round(out.seconds, 3),
         },
     )
@@ -152,9 +193,11 @@ def diff_plan(
 @dg.asset(
     partitions_def=sources_partitions,
     group_name=GROUP,
-    kinds={"lancedb", "pinecone"},
+    kinds=store_kinds(),
     code_version=f"index-1+{model_code_version()}",
     pool=EMBEDDINGS_POOL,
+    op_tags={CELERY_QUEUE_TAG: EMBEDDINGS_QUEUE},  # under the celery executor: the embedding workers
+    freshness_policy=index_freshness(),
     description="The vector index: embed the queue, upsert, delete, then commit the manifest. "
     "Does not run when diff_plan's blocking change-spike check fails.",
 )
@@ -171,9 +214,9 @@ def vector_index(
             **report.counts,
             "stale_share": round(diff_plan.stale_share, 4),
             "change_share": round(diff_plan.change_share, 4),
-            "embedding_lag_s": _seconds_since_run_start(context),
+            "run_start_to_searchable_s": _seconds_since_run_start(context),
             "namespace": report.namespace,
-            "reindex_reason": report.reindex_reason or "",
+            **({"reindex_reason": report.reindex_reason} if report.reindex_reason else {}),
             "top_changed_pages": md_table(diff_plan.top_pages(), ("page", "sections written")),
         },
     )
@@ -190,4 +233,10 @@ refresh_assets = [fetched_pages, section_manifest, diff_plan, vector_index]
 # The four assets, their checks, and whatever is derived from the index
 # (freshness_metrics), in the same run.
 refresh_selection = dg.AssetSelection.assets(*refresh_assets).downstream()
-refresh_job = dg.define_asset_job("refresh", selection=refresh_selection)
+refresh_job = dg.define_asset_job(
+    "refresh",
+    selection=refresh_selection,
+    description="Refresh one source (a `sources` partition): fetch, sections, plan, index, commit, "
+    "then its freshness metrics, with every asset check. Tagged `freshness/tier` it fetches that "
+    "tier's pages only; `freshness/allow-spike=true` lets a reviewed change spike through.",
+)

@@ -14,7 +14,7 @@ import warnings
 import dagster as dg
 
 from ..config import CheckPolicy
-from ..core.spike import history_shares, judge, suspects
+from ..core.spike import SpikeVerdict, history_shares, judge, suspects
 from ..pipeline.crawl import CrawlReport
 from ..pipeline.planning import StagedPlan
 from ..pipeline.reconcile import reconcile
@@ -31,6 +31,11 @@ NOT_CHECKED_ERROR_SHARE = 0.5  # more of a run's pages than this not checked is 
 warnings.filterwarnings(
     "ignore", message="Specifying a partitions_def on an AssetCheckSpec", category=dg.PreviewWarning
 )
+
+
+def _pct(share: float) -> str:
+    """A share as the UI shows it: 25%, 2.5%, 0.12%."""
+    return f"{share * 100:.3g}%"
 
 
 def _policy(freshness: FreshnessResource, source: str) -> CheckPolicy:
@@ -50,9 +55,16 @@ def stale_share(
     policy = _policy(freshness, context.partition_key)
     share = diff_plan.stale_share
     severity = dg.AssetCheckSeverity.ERROR if share >= policy.stale_error else dg.AssetCheckSeverity.WARN
+    if share >= policy.stale_error:
+        why = f"stale share {_pct(share)} ≥ ERROR at {_pct(policy.stale_error)}"
+    elif share >= policy.stale_warn:
+        why = f"stale share {_pct(share)} ≥ WARN at {_pct(policy.stale_warn)} (ERROR at {_pct(policy.stale_error)})"
+    else:
+        why = f"stale share {_pct(share)} < WARN at {_pct(policy.stale_warn)}"
     return dg.AssetCheckResult(
         passed=share < policy.stale_warn,
         severity=severity,
+        description=f"{why}, of {diff_plan.indexed_before} sections indexed",
         metadata={
             "stale_share": round(share, 4),
             "warn_at": policy.stale_warn,
@@ -93,7 +105,7 @@ def change_spike(
             description=f"version re-index ({diff_plan.reindex_reason}): rewriting everything is expected",
         )
     if not verdict.spike:
-        return dg.AssetCheckResult(passed=True, metadata=metadata)
+        return dg.AssetCheckResult(passed=True, metadata=metadata, description=_spike_rule(verdict, policy, False))
     changed = diff_plan.plan.changed[:SUSPECT_SAMPLE]
     found = suspects((old[s.id], s.text) for s in changed if s.id in old)
     metadata["top_pages"] = md_table(diff_plan.top_pages(), ("page", "sections written"))
@@ -103,8 +115,21 @@ def change_spike(
         passed=False,
         severity=dg.AssetCheckSeverity.WARN if allowed else dg.AssetCheckSeverity.ERROR,
         metadata={**metadata, "override": allowed},
-        description=_spike_story(source, verdict.share, verdict.median or 0.0, diff_plan, found, allowed),
+        description=_spike_rule(verdict, policy, True, allowed)
+        + ". "
+        + _spike_story(source, verdict.share, verdict.median or 0.0, diff_plan, found, allowed),
     )
+
+
+def _spike_rule(verdict: SpikeVerdict, policy: CheckPolicy, spike: bool, allowed: bool = False) -> str:
+    """The rule with this run's figures, e.g. "change share 62% ≥ ERROR (blocking) at 50% and
+    4 × the recent median 3%"."""
+    median = "no history" if verdict.median is None else f"the recent median {_pct(verdict.median)}"
+    rule = f"{_pct(policy.spike_min_share)} and {policy.spike_factor:g} × {median}"
+    if not spike:
+        return f"change share {_pct(verdict.share)}: no spike (a spike is above {rule}, over {verdict.runs} runs)"
+    level = "WARN (overridden)" if allowed else "ERROR (blocking)"
+    return f"change share {_pct(verdict.share)} > {level} at {rule}"
 
 
 def _spike_story(
@@ -138,7 +163,9 @@ def reconcile_clean(context: dg.AssetCheckExecutionContext, freshness: Freshness
     return dg.AssetCheckResult(
         passed=report.clean,
         severity=dg.AssetCheckSeverity.ERROR,
-        description=None if report.clean else report.summary(),
+        description=f"{report.namespace or 'nothing indexed'}: {report.records} records match the manifest"
+        if report.clean
+        else f"ERROR: {report.summary()} (clean is 0 missing, 0 orphans, 0 mismatched)",
         metadata={
             "namespace": report.namespace,
             "records": report.records,
@@ -159,6 +186,10 @@ def flagged_pages(fetched_pages: CrawlReport) -> dg.AssetCheckResult:
     return dg.AssetCheckResult(
         passed=not flagged,
         severity=dg.AssetCheckSeverity.WARN,
+        description=f"{len(flagged)} pages flagged for review ≥ WARN at 1: {', '.join(u for u, _ in flagged[:3])}"
+        + (" ..." if len(flagged) > 3 else "")
+        if flagged
+        else "no page flagged for review",
         metadata={"flagged": len(flagged), "pages": md_table(flagged[:LIST_MAX], ("page", "why"))},
     )
 

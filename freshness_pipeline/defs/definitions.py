@@ -1,6 +1,14 @@
 """The code location: `dagster dev` / `dg dev` in the repo root load `defs` from here.
 
-Add new assets, checks or sensors to the lists below."""
+Add new assets, checks or sensors to the lists below. The deployment picks, through the
+environment of the process that loads the location:
+
+- `FRESHNESS_EXECUTOR`: `default` (Dagster's multiprocess executor, or in-process by run
+  config) or `celery` (`dagster-celery`: steps go to Celery workers, `vector_index` to the
+  `embeddings` queue; see `executors.py` and docs/deploy.md);
+- `FRESHNESS_IO_DIR`: where asset outputs are pickled (default `$DAGSTER_HOME/storage`);
+  with workers on several machines, a path they all mount.
+"""
 
 import os
 
@@ -8,6 +16,7 @@ import dagster as dg
 
 from .assets import refresh_assets, refresh_job
 from .checks import refresh_checks
+from .executors import refresh_executor
 from .metrics_assets import freshness_metrics
 from .resources import FreshnessResource
 from .sensors import refresh_sensors
@@ -22,6 +31,7 @@ defs = dg.Definitions(
     asset_checks=asset_checks,
     sensors=sensors,
     jobs=jobs,
+    executor=refresh_executor(),
     resources={
         "freshness": FreshnessResource(
             # An EnvVar must be set when the run starts: bound only for the keys that are.
@@ -31,7 +41,7 @@ defs = dg.Definitions(
                 if os.environ.get(var)
             }
         ),
-        # Outputs under the running instance's storage dir: $DAGSTER_HOME/storage.
-        "io_manager": dg.FilesystemIOManager(),
+        # Outputs under $FRESHNESS_IO_DIR, else the running instance's storage dir.
+        "io_manager": dg.FilesystemIOManager(base_dir=os.environ.get("FRESHNESS_IO_DIR")),
     },
 )

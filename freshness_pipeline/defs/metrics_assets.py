@@ -1,6 +1,6 @@
 """`freshness_metrics`: after every refresh, the source's freshness metrics, the golden set
 against the index, miss counters (and the re-index they may request), and change-event
-delivery to webhooks. Metric history is rendered from the state store as tables."""
+delivery to webhooks. Metric history is rendered from the state store as a table."""
 
 import dagster as dg
 import pandas as pd
@@ -34,11 +34,8 @@ def history_table(frame: pd.DataFrame) -> pd.DataFrame:
     return out.rename(columns={"age_median_s": "age_median_h", "lag_p90_s": "lag_p90_h"}).round(4)
 
 
-def markdown(frame: pd.DataFrame) -> str:
-    """A DataFrame as a markdown table (pandas' own needs the optional `tabulate`)."""
-    cells = [[("" if pd.isna(v) else str(v)) for v in row] for row in frame.itertuples(index=False)]
-    lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + " --- |" * len(frame.columns)]
-    return "\n".join(lines + ["| " + " | ".join(c) + " |" for c in cells])
+def _float(value: float) -> dg.FloatMetadataValue:
+    return dg.MetadataValue.float(round(float(value), 4))
 
 
 def _table(frame: pd.DataFrame) -> dg.TableMetadataValue:
@@ -73,25 +70,24 @@ def freshness_metrics(
         if d.error:
             context.log.warning(f"webhook {d.url}: delivered {d.delivered}, {d.backlog} waiting: {d.error}")
     metadata: dict[str, object] = {
-        "score": dg.MetadataValue.float(r.score),
+        "score": _float(r.score),
         "alert": r.alert,
-        "error_share": dg.MetadataValue.float(r.error_share),  # live pages failing their last fetch
-        "stale_share": dg.MetadataValue.float(r.stale_share),
-        "age_median_h": dg.MetadataValue.float((r.age_median_s or 0.0) / 3600),
-        "age_p90_h": dg.MetadataValue.float((r.age_p90_s or 0.0) / 3600),
-        "lag_median_h": dg.MetadataValue.float((r.lag_median_s or 0.0) / 3600),
-        "lag_p90_h": dg.MetadataValue.float((r.lag_p90_s or 0.0) / 3600),
+        "error_share": _float(r.error_share),  # live pages failing their last fetch
+        "stale_share": _float(r.stale_share),
+        "age_median_h": _float((r.age_median_s or 0.0) / 3600),
+        "age_p90_h": _float((r.age_p90_s or 0.0) / 3600),
+        "lag_median_h": _float((r.lag_median_s or 0.0) / 3600),
+        "lag_p90_h": _float((r.lag_p90_s or 0.0) / 3600),
         "history": _table(history),
-        "history_md": dg.MetadataValue.md(markdown(history)),
-        "reindex_requested": out.reindex_requested or "",
+        **({"reindex_requested": out.reindex_requested} if out.reindex_requested else {}),
         "webhook_backlog": sum(d.backlog for d in out.deliveries),
     }
     if out.golden is not None:
         metadata |= {
-            "stale_retrieval_rate": dg.MetadataValue.float(r.stale_retrieval_rate or 0.0),
-            "hit_at_1": dg.MetadataValue.float(out.golden.score.hit_at_1),
-            "hit_at_5": dg.MetadataValue.float(out.golden.score.hit_at_5),
-            "mrr": dg.MetadataValue.float(out.golden.score.mrr),
+            "stale_retrieval_rate": _float(r.stale_retrieval_rate or 0.0),
+            "hit_at_1": _float(out.golden.score.hit_at_1),
+            "hit_at_5": _float(out.golden.score.hit_at_5),
+            "mrr": _float(out.golden.score.mrr),
             "golden": _table(pd.DataFrame(out.golden.rows()).astype({"rank": "object"})),
         }
     return dg.MaterializeResult(metadata=metadata)

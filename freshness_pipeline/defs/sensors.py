@@ -5,30 +5,33 @@
   longer scheduled.
 - `tier_cadence_sensor`: launches `refresh` runs tagged `freshness/tier` when a tier is due
   (see `cadence.py`), reading the last runs from the instance's run records. Only a
-  successful refresh covers its tier: a failed or canceled one is retried on the next tick
-  (under a new run key); one queued or in flight blocks another launch for the source.
+  successful refresh covers its tier: a failed or canceled one is retried, at the next tick
+  the first time, then backing off per source (`core/backoff.py`) up to the tier's cadence;
+  one queued or in flight blocks another launch for the source. Each tick first fails the
+  runs whose process is gone (`liveness.py`), so a killed run does not block its source.
 - `version_bump_sensor`: when the versions a refresh would build with now (normalizer,
   chunker, embedding model) differ from those a source's index was built with, requests
-  one backfill of the four assets over those sources' partitions.
+  one `refresh` run per drifted source's partition (a re-index).
 
 A sources file that does not load fails the tick (its ConfigError names the file and the
 setting): a broken file must not pass for "nothing to do".
 """
 
+import hashlib
 import json
 import time
 from dataclasses import dataclass, field
 
 import dagster as dg
-from dagster._core.definitions.assets.graph.asset_graph_subset import AssetGraphSubset
-from dagster._core.definitions.events import AssetKeyPartitionKey
 
 from ..adapters.state.store import StateStore
-from ..config import Settings, state_url
-from ..core.cadence import due
+from ..config import Settings, Source, state_url
+from ..core.backoff import retry_wait
+from ..core.cadence import Due, due, intervals
 from ..core.tiers import TIERS
 from ..pipeline.context import versions_for
-from .assets import TIER_TAG, fetched_pages, refresh_job, refresh_selection
+from .assets import TIER_TAG, fetched_pages, refresh_job
+from .liveness import HOST_TAG, reap_dead_runs, this_host
 from .partitions import sources_partitions
 from .resources import FreshnessResource
 
@@ -37,7 +40,12 @@ REINDEX_TAG = "freshness/reindex"
 RUN_LOOKBACK = 100  # recent runs per source searched for untagged runs and runs in flight
 
 
-@dg.sensor(minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING)
+@dg.sensor(
+    minimum_interval_seconds=60,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Adds a `sources` partition for every source of the sources file. A source removed "
+    "from the file keeps its partition, history and index; it is only no longer scheduled.",
+)
 def sources_partitions_sensor(
     context: dg.SensorEvaluationContext, freshness: FreshnessResource
 ) -> dg.SensorResult | dg.SkipReason:
@@ -69,6 +77,11 @@ class _Runs:
         n = sum(t > since for t in self.failed)
         return f":retry{n}" if n else ""
 
+    def failures_in_a_row(self) -> list[float]:
+        """Start times of the failed refreshes since the latest successful one."""
+        last_success = max(self.last.values(), default=0.0)
+        return [t for t in self.failed if t > last_success]
+
 
 def _last_runs(instance: dg.DagsterInstance, source: str) -> _Runs:
     """Only a successful refresh covers its tier: a failed or canceled one is retried."""
@@ -95,29 +108,63 @@ def _last_runs(instance: dg.DagsterInstance, source: str) -> _Runs:
     return out
 
 
-@dg.sensor(job=refresh_job, minimum_interval_seconds=300, default_status=dg.DefaultSensorStatus.RUNNING)
+@dg.sensor(
+    job=refresh_job,
+    minimum_interval_seconds=300,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Launches a `refresh` run tagged `freshness/tier` for each source whose hot, warm or "
+    "cold tier is due (`tiers.*_every_h` in the sources file). A failed refresh is retried, backing "
+    "off per source up to the tier's cadence; the skip reason says why each source waits.",
+)
 def tier_cadence_sensor(
     context: dg.SensorEvaluationContext, freshness: FreshnessResource
 ) -> dg.SensorResult | dg.SkipReason:
     settings = freshness.settings()
+    for run_id in reap_dead_runs(context.instance):
+        context.log.warning(f"run {run_id}: its process is gone; marked failed")
     now = time.time()
-    requests = []
+    requests, waiting = [], []
     for src in settings.sources:
         if not context.instance.has_dynamic_partition(sources_partitions.name, src.name):
             continue  # sources_partitions_sensor adds it first
-        runs = _last_runs(context.instance, src.name)
-        next_up = None if runs.busy else due(runs.last, src.tiers, now)
-        if next_up is None:
-            continue
-        tier = next_up.tier
-        requests.append(
-            dg.RunRequest(
-                run_key=f"{src.name}:{tier or 'all'}:{next_up.since:.0f}{runs.attempt(next_up.since)}",
-                partition_key=src.name,
-                tags={TIER_TAG: tier} if tier else {},
-            )
-        )
-    return dg.SensorResult(run_requests=requests) if requests else dg.SkipReason("no tier is due")
+        request, why = _tier_request(context.instance, src, now)
+        if request is not None:
+            requests.append(request)
+        else:
+            waiting.append(f"{src.name}: {why}")
+    if waiting and requests:
+        context.log.info("; ".join(waiting))
+    return dg.SensorResult(run_requests=requests) if requests else dg.SkipReason("; ".join(waiting) or "no source")
+
+
+def _tier_request(instance: dg.DagsterInstance, src: Source, now: float) -> tuple[dg.RunRequest | None, str]:
+    """The run to launch for a source now, or None and why it waits."""
+    runs = _last_runs(instance, src.name)
+    if runs.busy:
+        return None, "a refresh is queued or running"
+    next_up = due(runs.last, src.tiers, now)
+    if next_up is None:
+        return None, "no tier is due"
+    failures = runs.failures_in_a_row()
+    wait = retry_wait(len(failures), _cadence(src, next_up))
+    if failures and now < max(failures) + wait:
+        at = time.strftime("%H:%M UTC", time.gmtime(max(failures) + wait))
+        return None, f"{len(failures)} failed refreshes in a row, backing off {wait / 60:.0f} min: next try after {at}"
+    tier = next_up.tier
+    return (
+        dg.RunRequest(
+            run_key=f"{src.name}:{tier or 'all'}:{next_up.since:.0f}{runs.attempt(next_up.since)}",
+            partition_key=src.name,
+            tags={HOST_TAG: this_host(), **({TIER_TAG: tier} if tier else {})},
+        ),
+        "",
+    )
+
+
+def _cadence(src: Source, next_up: Due) -> float:
+    """The due tier's interval; for a full run, the shortest one."""
+    every = intervals(src.tiers)
+    return every[next_up.tier] if next_up.tier else min(every.values())
 
 
 def _version_drift(settings: Settings) -> dict[str, str]:
@@ -135,29 +182,25 @@ def _version_drift(settings: Settings) -> dict[str, str]:
         store.close()
 
 
-def reindex_request(context: dg.SensorEvaluationContext, drift: dict[str, str]) -> dg.RunRequest:
-    """One backfill of the refresh assets over the drifted sources' partitions.
-
-    Dagster 1.13 has no public constructor for a backfill request from a sensor; the sensor
-    daemon launches a backfill for a RunRequest carrying an asset graph subset (the channel
-    its own automation sensors use), so this builds exactly that.
-    """
-    graph = context.repository_def.asset_graph
-    keys = {
-        AssetKeyPartitionKey(key, source)
-        for key in refresh_selection.resolve(graph)
-        if graph.get(key).partitions_def == sources_partitions
-        for source in drift
-    }
-    subset = AssetGraphSubset.from_asset_partition_set(keys, graph)
-    reason = " | ".join(f"{s}: {d}" for s, d in sorted(drift.items()))
-    return dg.RunRequest.for_asset_graph_subset(subset, tags={REINDEX_TAG: reason[:4000]})
+def reindex_requests(drift: dict[str, str]) -> list[dg.RunRequest]:
+    """One `refresh` run per drifted source's partition, tagged with what changed."""
+    return [
+        dg.RunRequest(
+            run_key=f"reindex:{source}:{hashlib.sha1(why.encode()).hexdigest()[:12]}",
+            partition_key=source,
+            tags={REINDEX_TAG: f"{source}: {why}"[:4000], HOST_TAG: this_host()},
+        )
+        for source, why in sorted(drift.items())
+    ]
 
 
 @dg.sensor(
-    asset_selection=refresh_selection,
+    job=refresh_job,
     minimum_interval_seconds=300,
     default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Re-indexes a source when the normalizer, chunker or embedding model a refresh would "
+    "build with differs from its index's: one `refresh` run per drifted source, tagged "
+    "`freshness/reindex` with what changed. Asked once per change (the cursor remembers).",
 )
 def version_bump_sensor(
     context: dg.SensorEvaluationContext, freshness: FreshnessResource
@@ -175,7 +218,7 @@ def version_bump_sensor(
         why = f"re-index already requested: {', '.join(sorted(drift))}" if drift else "every index is current"
         return dg.SensorResult(skip_reason=why, cursor=cursor)
     context.log.info("full re-index: " + "; ".join(f"{s}: {d}" for s, d in sorted(todo.items())))
-    return dg.SensorResult(run_requests=[reindex_request(context, todo)], cursor=cursor)
+    return dg.SensorResult(run_requests=reindex_requests(todo), cursor=cursor)
 
 
 refresh_sensors = [sources_partitions_sensor, tier_cadence_sensor, version_bump_sensor]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from ..defs.instance import write_instance_config
 from .server import DocsSite, load_folder
 
 SITE = Path(__file__).parent / "site"
@@ -37,7 +38,7 @@ def run_demo(home: Path, *, embedder: str = "local") -> int:
         print(f"error: {refused}", file=sys.stderr)
         return 2
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no "Loading weights" bars
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    write_instance_config(home)  # the pool limit, queue and monitoring that docs/dagster.md describes
     os.environ["DAGSTER_HOME"] = str(home.resolve())
     with DocsSite() as site:
         sources = home / "sources.yaml"

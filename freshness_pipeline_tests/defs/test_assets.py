@@ -4,13 +4,21 @@ numeric metadata the UI plots, tier counts, code versions, the checks in the job
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from pathlib import Path
 
 import dagster as dg
 import pytest
+import yaml
 
 from freshness_pipeline.core.noise import NORMALIZER_VERSION
-from freshness_pipeline.defs.assets import EMBEDDINGS_POOL, model_code_version, refresh_assets
+from freshness_pipeline.defs.assets import (
+    EMBEDDINGS_POOL,
+    index_freshness,
+    model_code_version,
+    refresh_assets,
+    store_kinds,
+)
 from freshness_pipeline.defs.checks import refresh_checks
 from freshness_pipeline.defs.definitions import defs
 from freshness_pipeline.defs.resources import FreshnessResource
@@ -37,10 +45,11 @@ def test_materialize_records_what_the_ui_plots(sources: Path, site: DocsSite, in
     assert meta["section_manifest"]["sections"].value == 10
     assert meta["diff_plan"]["sections_new"].value == 10
     index = meta["vector_index"]
-    for key in (*COUNTS, "stale_share", "embedding_lag_s", "seconds"):
+    for key in (*COUNTS, "stale_share", "run_start_to_searchable_s", "seconds"):
         assert isinstance(index[key], (dg.IntMetadataValue, dg.FloatMetadataValue)), key
     assert (index["crawled"].value, index["new"].value, index["embedded"].value) == (5, 5, 10)
-    assert index["embedding_lag_s"].value > 0
+    assert index["run_start_to_searchable_s"].value > 0
+    assert "reindex_reason" not in index and "reindex_reason" not in meta["section_manifest"]  # no empty keys
     assert "/guide/page0" in index["top_changed_pages"].value
     assert {e.check_name for e in result.get_asset_check_evaluations()} == {c.check_key.name for c in refresh_checks}
 
@@ -74,3 +83,22 @@ def test_model_version_from_the_sources_file(
     with caplog.at_level(logging.WARNING):
         assert model_code_version() == "model-unknown"
     assert "sources file not found" in caplog.text
+
+
+def test_the_job_and_the_sensors_are_described() -> None:
+    assert "fetch, sections, plan, index" in (defs.resolve_job_def("refresh").description or "")
+    for sensor in defs.sensors:
+        assert len(sensor.description or "") > 60, sensor.name
+
+
+def test_kinds_and_freshness_follow_the_sources_file(sources: Path, site: DocsSite) -> None:
+    assert store_kinds() == {"lancedb"}
+    data = yaml.safe_load(sources.read_text())
+    data["vector_store"] = {"provider": "pinecone", "host": "http://127.0.0.1:9"}
+    data["sources"][0]["tiers"] = {"hot_every_h": 2, "warm_every_h": 24, "cold_every_h": 96}
+    sources.write_text(yaml.safe_dump(data))
+    assert store_kinds() == {"pinecone"}
+    policy = index_freshness()
+    assert isinstance(policy, dg.FreshnessPolicy)
+    windows = (policy.warn_window.to_timedelta(), policy.fail_window.to_timedelta())
+    assert windows == (timedelta(hours=2), timedelta(hours=96))

@@ -1,22 +1,22 @@
 """The sensors through `build_sensor_context` on the test's instance: partitions follow the
-sources file, the tier sensor requests only due tiers, a version bump requests a backfill."""
+sources file, the tier sensor requests only due tiers and backs off a failing source, a
+version bump requests one re-index run per source, and that run re-indexes."""
 
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from pathlib import Path
 
 import dagster as dg
 import pytest
 import yaml
-from dagster._core.execution.backfill import PartitionBackfill
 
 from freshness_pipeline.config import ConfigError, TierPolicy
 from freshness_pipeline.core.cadence import HOUR, Due, due
 from freshness_pipeline.defs.assets import TIER_TAG
 from freshness_pipeline.defs.definitions import defs
+from freshness_pipeline.defs.liveness import HOST_TAG, this_host
 from freshness_pipeline.defs.resources import FreshnessResource
 from freshness_pipeline.defs.sensors import (
     PARTITION_TAG,
@@ -57,6 +57,9 @@ def add_run(instance: dg.DagsterInstance, tier: str | None, status: dg.DagsterRu
     instance.add_run(dg.DagsterRun(job_name="refresh", run_id=str(uuid.uuid4()), tags=tags, status=status))
 
 
+WAITS = f"{SOURCE}: no tier is due"
+
+
 def test_tier_sensor_requests_only_due_tiers(sources: Path, site: DocsSite, instance: dg.DagsterInstance) -> None:
     write_sources(sources, site.sitemap_url, tiers={"hot_every_h": 0.0, "warm_every_h": 24, "cold_every_h": 168})
     # Never refreshed: one full run (every tier at once).
@@ -71,7 +74,7 @@ def test_tier_sensor_requests_only_due_tiers(sources: Path, site: DocsSite, inst
 
     # A refresh in flight: nothing is launched beside it.
     add_run(instance, "hot", dg.DagsterRunStatus.STARTED)
-    assert evaluate(tier_cadence_sensor, instance).skip_message == "no tier is due"
+    assert evaluate(tier_cadence_sensor, instance).skip_message == f"{SOURCE}: a refresh is queued or running"
 
 
 def test_a_failed_or_canceled_refresh_does_not_cover_its_tier(
@@ -85,13 +88,13 @@ def test_a_failed_or_canceled_refresh_does_not_cover_its_tier(
     add_run(instance, None, dg.DagsterRunStatus.FAILURE)
     (retry,) = evaluate(tier_cadence_sensor, instance).run_requests
     assert TIER_TAG not in retry.tags and retry.run_key == f"{SOURCE}:all:0:retry1"
-    add_run(instance, None, dg.DagsterRunStatus.CANCELED)
-    (again,) = evaluate(tier_cadence_sensor, instance).run_requests
-    assert again.run_key == f"{SOURCE}:all:0:retry2"
+    assert retry.tags[HOST_TAG] == this_host()  # so a killed retry can be told dead (liveness.py)
+    add_run(instance, None, dg.DagsterRunStatus.CANCELED)  # a canceled one counts as failed: back off
+    assert "2 failed refreshes in a row" in evaluate(tier_cadence_sensor, instance).skip_message
 
     # The retry is starting: nothing is launched beside it.
     add_run(instance, None, dg.DagsterRunStatus.STARTING)
-    assert evaluate(tier_cadence_sensor, instance).skip_message == "no tier is due"
+    assert evaluate(tier_cadence_sensor, instance).skip_message == f"{SOURCE}: a refresh is queued or running"
 
 
 def test_a_failed_tier_run_is_retried_and_a_success_covers_it(
@@ -100,7 +103,24 @@ def test_a_failed_tier_run_is_retried_and_a_success_covers_it(
     write_sources(sources, site.sitemap_url, tiers={"hot_every_h": 4, "warm_every_h": 24, "cold_every_h": 168})
     add_run(instance, None, dg.DagsterRunStatus.SUCCESS)
     add_run(instance, "hot", dg.DagsterRunStatus.FAILURE)  # a failure after a success
-    assert evaluate(tier_cadence_sensor, instance).skip_message == "no tier is due"  # the success covers hot
+    assert evaluate(tier_cadence_sensor, instance).skip_message == WAITS  # the success covers hot
+
+
+def test_a_source_that_keeps_failing_backs_off_up_to_the_cadence(
+    sources: Path, site: DocsSite, instance: dg.DagsterInstance
+) -> None:
+    write_sources(sources, site.sitemap_url, tiers={"hot_every_h": 0.5, "warm_every_h": 24, "cold_every_h": 168})
+    add_run(instance, None, dg.DagsterRunStatus.FAILURE)
+    assert evaluate(tier_cadence_sensor, instance).run_requests  # the first failure: retried at once
+    add_run(instance, None, dg.DagsterRunStatus.FAILURE)
+    reason = evaluate(tier_cadence_sensor, instance).skip_message
+    assert reason.startswith(f"{SOURCE}: 2 failed refreshes in a row, backing off 10 min: next try after ")
+    for _ in range(4):
+        add_run(instance, None, dg.DagsterRunStatus.FAILURE)
+    # 6 in a row would wait 160 min; the shortest cadence (hot, 30 min) caps it for a full run.
+    assert "6 failed refreshes in a row, backing off 30 min" in evaluate(tier_cadence_sensor, instance).skip_message
+    add_run(instance, None, dg.DagsterRunStatus.SUCCESS)  # a success ends the backoff
+    assert evaluate(tier_cadence_sensor, instance).skip_message == WAITS
 
 
 @pytest.mark.parametrize("sensor", [sources_partitions_sensor, tier_cadence_sensor, version_bump_sensor])
@@ -128,7 +148,7 @@ def test_due_tiers() -> None:
     assert due({None: now - 200 * HOUR}, policy, now) == Due(None, now - 200 * HOUR)
 
 
-def test_version_bump_requests_a_backfill_and_the_reindex_passes_the_spike_check(
+def test_version_bump_requests_a_reindex_run_that_reindexes(
     sources: Path, site: DocsSite, instance: dg.DagsterInstance
 ) -> None:
     site.publish(generate(4, sections_per_page=2, seed=3).markdown())
@@ -141,32 +161,16 @@ def test_version_bump_requests_a_backfill_and_the_reindex_passes_the_spike_check
     sources.write_text(yaml.safe_dump(data))
     tick = evaluate(version_bump_sensor, instance)
     (request,) = tick.run_requests
-    assert request.requires_backfill_daemon()
-    subset = request.asset_graph_subset
-    keys = {k.to_user_string() for k in subset.asset_keys}
-    assert {"fetched_pages", "section_manifest", "diff_plan", "vector_index"} <= keys
-    assert all(set(subset.get_partitions_subset(k).get_partition_keys()) == {SOURCE} for k in subset.asset_keys)
+    assert request.partition_key == SOURCE and request.job_name in (None, "refresh")
     assert "embedding model hashing-v1-256 -> hashing-v1-128" in request.tags[REINDEX_TAG]
     assert json.loads(tick.cursor) == {SOURCE: request.tags[REINDEX_TAG].split(": ", 1)[1]}
     # Asked once: the next tick does not ask again.
     assert "already requested" in evaluate(version_bump_sensor, instance, tick.cursor).skip_message
 
-    # What the sensor daemon does with the request: a backfill over the partitions.
-    backfill = PartitionBackfill.from_asset_graph_subset(
-        backfill_id="reindex",
-        dynamic_partitions_store=instance,
-        backfill_timestamp=time.time(),
-        asset_graph_subset=subset,
-        tags=request.tags,
-        title=None,
-        description=None,
-        run_config=None,
+    # The requested run, as the daemon launches it: the refresh job on that partition.
+    reindex = defs.resolve_job_def("refresh").execute_in_process(
+        instance=instance, partition_key=request.partition_key, tags=request.tags, raise_on_error=False
     )
-    instance.add_backfill(backfill)
-    assert instance.get_backfill("reindex").tags[REINDEX_TAG] == request.tags[REINDEX_TAG]
-
-    # The re-index itself (as each backfill run does it) is not taken for a change spike.
-    reindex = refresh(instance)
     assert reindex.success and check_result(reindex, "change_spike").passed
     assert "version re-index" in check_result(reindex, "change_spike").description
     index_meta = [

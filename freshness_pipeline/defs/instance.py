@@ -1,0 +1,51 @@
+"""The Dagster instance settings this project runs with: `dagster_home/dagster.yaml` ships
+them, and the CLI and the demo write them into a `$DAGSTER_HOME` that has no dagster.yaml
+(without one, Dagster prints its telemetry welcome on every command and runs with no pool
+limit, no run monitoring and no per-source queue)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+INSTANCE_CONFIG: dict[str, Any] = {
+    "telemetry": {"enabled": False},
+    # Dagster's run queue while `dagster-daemon` dequeues it, a direct launch when none runs.
+    "run_coordinator": {"module": "freshness_pipeline.defs.coordinator", "class": "QueueWhenDaemonRuns"},
+    "concurrency": {
+        # The run queue: one run per source at a time, so a CLI run beside a sensor's run
+        # waits instead of failing with SourceBusy.
+        "runs": {
+            "max_concurrent_runs": 4,
+            "tag_concurrency_limits": [
+                {"key": "dagster/partition", "value": {"applyLimitPerUniqueValue": True}, "limit": 1}
+            ],
+        },
+        # Every pool, `embeddings` (vector_index, the provider's rate limit) included: one slot.
+        "pools": {"default_limit": 1, "granularity": "op"},
+    },
+    # The daemon fails runs stuck starting or canceling and frees the slots of ended runs;
+    # `defs/liveness.py` fails started runs whose process is gone.
+    "run_monitoring": {
+        "enabled": True,
+        "start_timeout_seconds": 300,
+        "cancel_timeout_seconds": 300,
+        "free_slots_after_run_end_seconds": 30,
+    },
+}
+
+HEADER = """# The Dagster instance for freshness_pipeline (written by `freshness`; see docs/dagster.md):
+# telemetry off, the run queue (one run per source), the `embeddings` pool limit, run monitoring.
+"""
+
+
+def write_instance_config(home: Path) -> bool:
+    """Write `home/dagster.yaml` unless there is one. Returns whether it wrote it."""
+    path = home / "dagster.yaml"
+    if path.exists():
+        return False
+    home.mkdir(parents=True, exist_ok=True)
+    path.write_text(HEADER + yaml.safe_dump(INSTANCE_CONFIG, sort_keys=False))
+    return True

@@ -1,0 +1,103 @@
+"""Runs whose process is gone, found and closed.
+
+A SIGKILLed run stays STARTED in the instance and keeps its `embeddings` pool slot: later
+runs wait for that slot forever, and `tier_cadence_sensor` sees the source as busy forever.
+Dagster's run monitoring only catches this for run launchers with a health check (the
+default launcher has none), and frees the slots of *finished* runs only. So `reap_dead_runs`
+(called by the runner before each launch and by the tier sensor on every tick) marks a
+started run failed when none of the processes that ran it is alive, then frees the slots
+of every finished run.
+
+The processes are the pids Dagster records in the run's engine events ("Started process
+for run (pid: …)", "Executing steps in process (pid: …)", step subprocesses). A pid only
+means something on the host that ran it, so only runs tagged with this host (`HOST_TAG`,
+put on every run the runner and the sensors make) are judged; a pid reused by a newer
+process does not count as alive.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+
+import dagster as dg
+
+HOST_TAG = "freshness/host"
+RUNNING = [dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
+FINISHED = [dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED]
+LOOKBACK = 200  # running runs examined per call
+
+log = logging.getLogger(__name__)
+
+
+def this_host() -> str:
+    return socket.gethostname()
+
+
+def reap_dead_runs(instance: dg.DagsterInstance) -> list[str]:
+    """Fail the runs of this host whose processes are all gone and free the pool slots that
+    finished runs still hold. Returns the ids of the runs it failed."""
+    dead: list[str] = []
+    if not instance.run_launcher.supports_check_run_worker_health:  # else Dagster's monitoring does it
+        running = instance.get_run_records(
+            dg.RunsFilter(statuses=RUNNING, tags={HOST_TAG: this_host()}), limit=LOOKBACK
+        )
+        for record in running:
+            pids = _run_pids(instance, record.dagster_run.run_id)
+            if pids and not any(_alive(pid, seen) for pid, seen in pids.items()):
+                message = f"the run's processes ({', '.join(map(str, sorted(pids)))}) are gone: killed or crashed"
+                instance.report_run_failed(record.dagster_run, message=message)
+                dead.append(record.dagster_run.run_id)
+                log.warning(f"run {record.dagster_run.run_id}: {message}; marked failed")
+    _free_slots_of_finished_runs(instance)
+    return dead
+
+
+def _free_slots_of_finished_runs(instance: dg.DagsterInstance) -> None:
+    storage = instance.event_log_storage
+    if not storage.supports_global_concurrency_limits:
+        return
+    holders = storage.get_concurrency_run_ids()
+    if not holders:
+        return
+    finished = instance.get_run_records(dg.RunsFilter(run_ids=list(holders), statuses=FINISHED))
+    for record in finished:
+        storage.free_concurrency_slots_for_run(record.dagster_run.run_id)
+        log.info(f"freed the pool slots of finished run {record.dagster_run.run_id}")
+
+
+def _run_pids(instance: dg.DagsterInstance, run_id: str) -> dict[int, float]:
+    """Pid -> when an engine event of the run first named it."""
+    events = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ENGINE_EVENT).records
+    pids: dict[int, float] = {}
+    for e in events:
+        event = e.event_log_entry.dagster_event
+        value = event.engine_event_data.metadata.get("pid") if event and event.engine_event_data else None
+        if value is not None and str(value.value).isdigit():
+            pids.setdefault(int(value.value), e.event_log_entry.timestamp)
+    return pids
+
+
+def _alive(pid: int, seen: float) -> bool:
+    """The pid runs, and is not a newer process that reused it after the run named it."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # someone else's process: it exists
+    started = _process_start(pid)
+    return started is None or started <= seen + 1.0
+
+
+def _process_start(pid: int) -> float | None:
+    """Start time of a process (epoch seconds) from /proc; None where there is no /proc."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            ticks = int(fh.read().rsplit(")", 1)[1].split()[19])  # field 22: starttime
+        with open("/proc/stat") as fh:
+            boot = next(int(line.split()[1]) for line in fh if line.startswith("btime "))
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+    return boot + ticks / os.sysconf("SC_CLK_TCK")

@@ -1,0 +1,55 @@
+"""The instance settings: the shipped dagster.yaml and the one the CLI writes into a new
+$DAGSTER_HOME are the same, load as a Dagster instance with the queue, the pool limit and run
+monitoring, and a command in a fresh home prints no Dagster welcome."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+import yaml
+
+from freshness_pipeline.defs.instance import INSTANCE_CONFIG, write_instance_config
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_the_shipped_and_the_generated_config_are_equal(tmp_path: Path) -> None:
+    shipped = yaml.safe_load((REPO / "dagster_home" / "dagster.yaml").read_text())
+    assert shipped == INSTANCE_CONFIG
+    postgres = yaml.safe_load((REPO / "dagster_home" / "dagster.postgres.yaml").read_text())
+    assert {k: v for k, v in postgres.items() if k != "storage"} == INSTANCE_CONFIG
+    assert write_instance_config(tmp_path / "home") and not write_instance_config(tmp_path / "home")
+    assert yaml.safe_load((tmp_path / "home" / "dagster.yaml").read_text()) == INSTANCE_CONFIG
+
+
+def test_the_config_loads_with_queue_pools_and_monitoring(tmp_path: Path, monkeypatch) -> None:
+    write_instance_config(tmp_path)
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    with dg.DagsterInstance.get() as instance:
+        assert isinstance(instance.run_coordinator, dg.QueuedRunCoordinator)
+        queue = instance.get_concurrency_config().run_queue_config
+        assert queue.max_concurrent_runs == 4 and queue.tag_concurrency_limits[0]["key"] == "dagster/partition"
+        assert instance.run_monitoring_enabled
+        assert instance.run_monitoring_settings["free_slots_after_run_end_seconds"] == 30
+        assert instance.event_log_storage.get_concurrency_info("embeddings").limit == 1
+
+
+def test_a_fresh_home_gets_the_config_and_no_welcome(tmp_path: Path) -> None:
+    home = tmp_path / "new-home"
+    sources = tmp_path / "sources.yaml"
+    sources.write_text(yaml.safe_dump({"sources": [{"name": "docs", "sitemap": "http://127.0.0.1:9/sitemap.xml"}]}))
+    env = {**os.environ, "DAGSTER_HOME": str(home)}
+    out = subprocess.run(
+        [sys.executable, "-m", "freshness_pipeline.cli", "--sources", str(sources), "status"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert yaml.safe_load((home / "dagster.yaml").read_text()) == INSTANCE_CONFIG
+    assert "Telemetry" not in out.stdout + out.stderr and "welcome" not in (out.stdout + out.stderr).lower()

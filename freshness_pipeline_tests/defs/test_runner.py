@@ -1,0 +1,81 @@
+"""`freshness run` launches a run of the code location (not `execute_in_process`): with no
+daemon it is launched at once, and it is on the `refresh` job's page (the repository label
+the UI filters by); with a daemon dequeuing, it goes through the run queue and waits there.
+Each launch starts real processes (the launcher, its code server, the run worker)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from freshness_pipeline.defs.coordinator import daemon_running
+from freshness_pipeline.defs.instance import write_instance_config
+from freshness_pipeline.defs.runner import LAUNCH_ENV, run_refresh
+from freshness_pipeline.demo.server import DocsSite
+from freshness_pipeline_tests.defs.harness import SOURCE
+from freshness_pipeline_tests.sitegen import generate
+
+JOB_PAGE = dg.RunsFilter(job_name="refresh", tags={".dagster/repository": "__repository__@freshness_pipeline"})
+
+
+def event_kinds(instance: dg.DagsterInstance, run_id: str) -> set[str]:
+    records = instance.get_records_for_run(run_id).records
+    return {r.event_log_entry.dagster_event.event_type_value for r in records if r.event_log_entry.dagster_event}
+
+
+@pytest.fixture
+def launched(sources: Path, site: DocsSite, dagster_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The project's dagster.yaml (queue, pools, monitoring) and runs launched, not in-process."""
+    (dagster_home / "dagster.yaml").unlink()
+    write_instance_config(dagster_home)
+    monkeypatch.delenv(LAUNCH_ENV)
+    site.publish(generate(4, sections_per_page=2, seed=8).markdown())
+    return dagster_home
+
+
+def test_without_a_daemon_the_run_is_launched_at_once_as_a_run_of_the_location(launched: Path) -> None:
+    started = time.monotonic()
+    outcome = run_refresh(SOURCE)
+    seconds = time.monotonic() - started
+    assert outcome["status"] == "success", outcome
+    assert (outcome["crawled"], outcome["new"], outcome["embedded"]) == (4, 4, 8)
+    with dg.DagsterInstance.get() as instance:
+        run = instance.get_run_by_id(outcome["run_id"])
+        assert run.remote_job_origin is not None and run.remote_job_origin.location_name == "freshness_pipeline"
+        assert [r.run_id for r in instance.get_runs(JOB_PAGE)] == [outcome["run_id"]]
+        assert run.tags["dagster/partition"] == SOURCE
+        assert not daemon_running(instance)
+        assert "PIPELINE_ENQUEUED" not in event_kinds(instance, run.run_id)  # launched, not queued
+    print(f"code-location launch without a daemon: {seconds:.1f} s")  # docs/dagster.md quotes it
+
+
+def test_with_a_daemon_the_run_goes_through_the_queue(launched: Path, tmp_path: Path) -> None:
+    env = {**os.environ}  # the test's DAGSTER_HOME and sources file
+    workspace = Path(__file__).resolve().parents[2] / "workspace.yaml"
+    daemon = subprocess.Popen(
+        [str(Path(sys.executable).parent / "dagster-daemon"), "run", "-w", str(workspace)],
+        env=env,
+        cwd=workspace.parent,
+        stdout=subprocess.DEVNULL,
+        stderr=open(tmp_path / "daemon.log", "w"),  # noqa: SIM115 - closed with the process
+    )
+    try:
+        with dg.DagsterInstance.get() as instance:
+            for _ in range(240):
+                if daemon_running(instance):
+                    break
+                time.sleep(0.5)
+            assert daemon_running(instance), (tmp_path / "daemon.log").read_text()[-2000:]
+            outcome = run_refresh(SOURCE)
+            assert outcome["status"] == "success", outcome
+            kinds = event_kinds(instance, outcome["run_id"])
+            assert {"PIPELINE_ENQUEUED", "PIPELINE_STARTING", "PIPELINE_SUCCESS"} <= kinds  # queued, then dequeued
+    finally:
+        daemon.terminate()
+        daemon.wait(60)
