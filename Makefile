@@ -8,7 +8,7 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/pip install -q -e '.[dev]'
 	touch $@
 
-.PHONY: demo test bench
+.PHONY: demo test bench bench-peers
 demo: $(VENV)/.installed
 	$(VENV)/bin/freshness demo
 
@@ -17,3 +17,8 @@ test: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	$(PY) -m bench.run
+
+# LangChain and LlamaIndex on the shipped corpora (docs/benchmarks.md); needs the [peers] extra.
+bench-peers: $(VENV)/.installed
+	$(VENV)/bin/pip install -q -e '.[peers]'
+	$(PY) -m bench.peers

@@ -95,7 +95,8 @@ def test_run_exit_codes_checks_and_the_spike_override(dagster_home: Path) -> Non
         out, _ = cli("run", "--allow-spike", "--sources", sources)
         lines = out.splitlines()
         assert lines[0] == (
-            "docs: crawled: 6 new: 0 changed: 6 unchanged: 0 gone: 0 errors: 0 embedded: 18 payload_updated: 0 deleted: 0"
+            "docs: crawled: 6 new: 0 changed: 6 unchanged: 0 gone: 0 errors: 0 "
+            "embedded: 18 payload_updated: 0 deleted: 0"
         ), out
         assert any(line.startswith("  check stale_share: ERROR: ") for line in lines), out
         assert any(line.startswith("  check change_spike: WARN: ") for line in lines), out

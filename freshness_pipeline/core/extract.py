@@ -3,9 +3,10 @@
 A page's date is what the page declares, never a guess: `article:modified_time`,
 `og:updated_time`, JSON-LD `dateModified`, a "Last updated"/"Updated on" line in the
 article, a `<time datetime>` in the article's header, `<meta name="date">`,
-`article:published_time`, JSON-LD `datePublished`, in that order. No free-text search of the body: a date in an example or
-in the newest entry of a changelog is not the page's date (htmldate's `find_date` searches
-the body even in fast mode, so only its parser of one declared string is used).
+`article:published_time`, JSON-LD `datePublished`, in that order. No free-text search of
+the body: a date in an example or in the newest entry of a changelog is not the page's
+date (htmldate's `find_date` searches the body even in fast mode, so only its parser of
+one declared string is used).
 """
 
 from __future__ import annotations

@@ -30,7 +30,8 @@ __all__ = [
     "split_blocks",
 ]
 
-NORMALIZER_VERSION = "1"
+# 2: page dates are only the declared ones (core/extract.py): every page is extracted again.
+NORMALIZER_VERSION = "2"
 
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t].*)?")

@@ -46,46 +46,14 @@ def plan_refresh(
             raise ValueError(f"{s.url}: section {s.heading!r} has no text; empty content is never planned")
         cur[s.id] = replace(s, as_of=s.page_date or seen_month)  # as if its text were new
     plan = Plan(source=source)
-
     for sid in sorted(prev.keys() & cur.keys()):
-        old, new = prev[sid], cur[sid]
-        if old.content_hash == new.content_hash or old.text == new.text:
-            new = cur[sid] = _dated_like(new, old)
-        if old.content_hash == new.content_hash:
-            if old.payload_hash == new.payload_hash:
-                plan.unchanged.append(sid)
-            else:
-                plan.payload.append(new)
-        elif fuzzy_unchanged(old.embed_text, new.embed_text, old.simhash, new.simhash, fuzzy_threshold):
-            plan.unchanged.append(sid)  # the record stays as it is; a re-index takes the new
-            cur[sid] = _dated_like(new, old)  # text, with the date of its meaning
-            removed, added = word_diff(old.embed_text, new.embed_text)
-            distance = _hamming(old.simhash, new.simhash)
-            plan.fuzzy.append(FuzzyMatch(sid, new.url, distance, removed, added))
-        else:
-            plan.changed.append(new)
+        cur[sid] = _compare(plan, prev[sid], cur[sid], fuzzy_threshold)
 
     gone = {sid: prev[sid] for sid in sorted(prev.keys() - cur.keys())}
     fresh = [cur[sid] for sid in sorted(cur.keys() - prev.keys())]
 
-    # Same text under a new key: a moved page or a renamed heading. Reuse, don't re-embed.
-    by_hash: dict[str, list[Section]] = defaultdict(list)
-    for old in gone.values():
-        by_hash[old.content_hash].append(old)
     moves = page_moves or {}
-    redirects: list[tuple[Section, str]] = []  # (old section, key its text went to)
-    unmatched: list[Section] = []
-    for new in fresh:
-        candidates = by_hash.get(new.content_hash)
-        if candidates:
-            old = _best(candidates, new, moves)
-            candidates.remove(old)
-            del gone[old.id]
-            new = cur[new.id] = _dated_like(new, old)
-            plan.moved.append(Move(old_id=old.id, new=new))
-            redirects.append((old, new.key))
-        else:
-            unmatched.append(new)
+    redirects, unmatched = _pair_moves(plan, gone, fresh, cur, moves)
 
     # Different text under a new key at the same place: a renamed heading (or a moved page
     # whose text also changed). Embed it, delete the old record, redirect the old key.
@@ -99,17 +67,60 @@ def plan_refresh(
         plan.removed.append(old.id)
         redirects.append((old, new.key))
 
+    plan.current = sorted(cur.values(), key=lambda s: (s.url, s.ordinal, s.chunk_index))
     # Removed, but its text lives on under a key that already existed: a namesake heading
     # renumbered ("Example [2]" -> "Example" when the first "Example" was renamed).
     by_text: dict[str, str] = {}
-    for s in sorted(cur.values(), key=lambda s: (s.url, s.ordinal, s.chunk_index)):
+    for s in plan.current:
         by_text.setdefault(s.content_hash, s.key)
     redirects += [(old, by_text[old.content_hash]) for old in gone.values() if old.content_hash in by_text]
 
     plan.removed.extend(gone)
     plan.key_redirects = _one_target_per_key(redirects, live={s.key for s in cur.values()})
-    plan.current = sorted(cur.values(), key=lambda s: (s.url, s.ordinal, s.chunk_index))
     return plan
+
+
+def _pair_moves(
+    plan: Plan, gone: dict[str, Section], fresh: list[Section], cur: dict[str, Section], moves: Mapping[str, str]
+) -> tuple[list[tuple[Section, str]], list[Section]]:
+    """Same retrieval text under a new key: a moved page (or a namesake renumbered). Reuse
+    the vector. Pairs are taken out of `gone`; returns (redirects, new sections unpaired)."""
+    by_hash: dict[str, list[Section]] = defaultdict(list)
+    for old in gone.values():
+        by_hash[old.content_hash].append(old)
+    redirects: list[tuple[Section, str]] = []  # (old section, key its text went to)
+    unmatched: list[Section] = []
+    for new in fresh:
+        candidates = by_hash.get(new.content_hash)
+        if not candidates:
+            unmatched.append(new)
+            continue
+        old = _best(candidates, new, moves)
+        candidates.remove(old)
+        del gone[old.id]
+        new = cur[new.id] = _dated_like(new, old)
+        plan.moved.append(Move(old_id=old.id, new=new))
+        redirects.append((old, new.key))
+    return redirects, unmatched
+
+
+def _compare(plan: Plan, old: Section, new: Section, fuzzy_threshold: int) -> Section:
+    """File a section that kept its id under unchanged / payload / changed (or fuzzy
+    unchanged); returns it with its `as_of` settled."""
+    if old.content_hash == new.content_hash or old.text == new.text:
+        new = _dated_like(new, old)
+    if old.content_hash == new.content_hash and old.payload_hash == new.payload_hash:
+        plan.unchanged.append(new.id)
+    elif old.content_hash == new.content_hash:
+        plan.payload.append(new)  # same words, new links or title: no embedding
+    elif fuzzy_unchanged(old.embed_text, new.embed_text, old.simhash, new.simhash, fuzzy_threshold):
+        plan.unchanged.append(new.id)  # the record stays as it is; a re-index takes the new
+        new = _dated_like(new, old)  # text, with the date of its meaning
+        removed, added = word_diff(old.embed_text, new.embed_text)
+        plan.fuzzy.append(FuzzyMatch(new.id, new.url, _hamming(old.simhash, new.simhash), removed, added))
+    else:
+        plan.changed.append(new)
+    return new
 
 
 def _dated_like(new: Section, old: Section) -> Section:

@@ -94,20 +94,30 @@ class _Piece:
 
 
 class _Chunker:
-    """Packs a section body into chunks whose retrieval text is at most `budget` tokens."""
+    """Packs a section body into chunks whose retrieval text is at most `budget` tokens.
+
+    Packing estimates a chunk's size as the sum of its pieces' (each counted once, plus one
+    token per joint), then checks every chunk exactly; only when markup across pieces
+    fooled the estimate is the section packed again with an exact count per step. A
+    2,000-item list then costs one count per item, not one per item per chunk.
+    """
 
     def __init__(self, budget: int, count: TokenCount, heading_path: tuple[str, ...]) -> None:
         self.budget = budget
         self.count_text = count
         self.heading_path = heading_path
-        if self.count("") > budget - 4:  # a heading path alone must leave room for words
+        self._memo: dict[str, int] = {}
+        self.base = self.count("")  # the heading path (and a model's special tokens)
+        if self.base > budget - 4:  # a heading path alone must leave room for words
             raise ValueError(f"heading {' > '.join(heading_path)!r} alone is over the {budget}-token budget")
 
     def embed_text(self, markdown: str) -> str:
         return retrieval_text(self.heading_path, markdown)
 
     def count(self, markdown: str) -> int:
-        return self.count_text(self.embed_text(markdown))
+        if markdown not in self._memo:
+            self._memo[markdown] = self.count_text(self.embed_text(markdown))
+        return self._memo[markdown]
 
     def fits(self, markdown: str) -> bool:
         return self.count(markdown) <= self.budget
@@ -116,15 +126,24 @@ class _Chunker:
         body = "\n\n".join(blocks)
         if self.fits(body):
             return [body]
+        pieces = [p for block in blocks for p in self._pieces(block)]
+        packed = self._pack(pieces, estimate=True)
+        if all(self.fits(c) for c in packed):
+            return packed
+        return self._pack(pieces, estimate=False)
+
+    def _pack(self, pieces: list[_Piece], *, estimate: bool) -> list[str]:
         out: list[str] = []
-        current = ""
-        for piece in (p for block in blocks for p in self._pieces(block)):
-            candidate = f"{current}{piece.joiner}{piece.text}" if current else piece.text
-            if not current or self.fits(candidate):
-                current = candidate
+        current, used = "", 0
+        for piece in pieces:
+            own = self.count(piece.text) - self.base if estimate else 0
+            candidate = f"{current}{piece.joiner}{piece.text}"
+            if current and (used + own + 1 <= self.budget if estimate else self.fits(candidate)):
+                current, used = candidate, used + own + 1
             else:
-                out.append(current)
-                current = piece.text
+                if current:
+                    out.append(current)
+                current, used = piece.text, self.base + own
         out.append(current)
         return out
 
@@ -144,16 +163,18 @@ class _Chunker:
 
     def _windows(self, text: str) -> list[str]:
         """`text` cut into the longest prefixes that fit, at a space when there is one
-        (binary search: any tokenizer, no offsets needed)."""
+        (galloping then binary search: any tokenizer, no offsets needed)."""
         out: list[str] = []
         rest = text.strip()
         while rest:
-            if self.fits(rest):
-                out.append(rest)
-                break
-            lo, hi = 1, len(rest)  # fits(rest[:lo]) is checked below; rest[:hi] does not fit
             if not self.fits(rest[:1]):
                 raise ValueError(f"one character of {rest[:20]!r} is over the {self.budget}-token budget")
+            lo, hi = 1, min(len(rest), 2 * self.budget)  # rest[:lo] fits
+            while hi < len(rest) and self.fits(rest[:hi]):
+                lo, hi = hi, min(len(rest), 2 * hi)
+            if self.fits(rest[:hi]):  # the whole rest
+                out.append(rest)
+                break
             while hi - lo > 1:
                 mid = (lo + hi) // 2
                 lo, hi = (mid, hi) if self.fits(rest[:mid]) else (lo, mid)

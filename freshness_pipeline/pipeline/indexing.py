@@ -84,66 +84,33 @@ def apply_plan(
     src, store = ctx.source, ctx.store
     with store.lock(src.name):
         _drop_retired(ctx)  # left over when a run died between its commit and its drop
-        state = store.source_state(src.name)
-        if state is None:
-            raise RuntimeError(f"source {src.name!r} was never crawled; materialize fetched_pages first")
-        if state.generation != staged.base_generation:
-            raise RuntimeError(
-                f"source {src.name!r}: this diff_plan is stale (planned at generation "
-                f"{staged.base_generation}, the manifest is at {state.generation}); "
-                "re-materialize section_manifest and diff_plan"
-            )
+        state = _current_state(ctx, staged)
         v = ctx.versions
         reindex = staged.reindex_reason is not None
         active_ns = namespace(src.name, state.active_version)
-        if reindex:
-            target = state.active_version + 1
-            # A page that failed to segment keeps its indexed sections in the new version
-            # (embedded again for the new model from their stored text): a re-index never
-            # drops a page for a bad minute.
-            kept = store.manifest(src.name, staged.sections.errors) if staged.sections.errors else []
-            plan = Plan(
-                source=src.name,
-                new=[*staged.plan.current, *kept],  # dated as the plan found them
-                key_redirects=staged.plan.key_redirects,
-            )
-        else:
-            target = state.active_version
-            plan = staged.plan
+        target, plan = _target_plan(ctx, staged, state)
         ns = namespace(src.name, target)
         upserts = plan.upserts
         deletes = [] if reindex else plan.deletes
         payload = [] if reindex else plan.payload
-        writes = {s.id for s in upserts} | {s.id for s in payload}
+        touched = {s.id for s in upserts} | {s.id for s in payload} | set(deletes)
 
-        removed, restored = _recover(ctx, state, ns, writes | set(deletes))
+        removed, restored = _recover(ctx, state, ns, touched)
         _crash_point("recovered")
-        store.add_pending(src.name, ns, writes | set(deletes))
+        store.add_pending(src.name, ns, touched)
         _crash_point("intents")
 
-        vecs, embedded = vectors_for(ctx, upserts)
-        now = time.time()
-        batch = ctx.settings.vector_store.upsert_batch
-        for i in range(0, len(upserts), batch):
-            ctx.vectors.upsert(
-                ns, [_record(s, vecs[s.content_hash], src.name, target, now) for s in upserts[i : i + batch]]
-            )
-            _crash_point("upsert")
-        if payload:
-            ctx.vectors.update_metadata(ns, {s.id: _metadata(s, src.name, target, now) for s in payload})
-            _crash_point("payload")
-        if deletes:
-            ctx.vectors.delete(ns, deletes)
-            _crash_point("delete")
+        embedded = _write(ctx, ns, target, upserts, payload, deletes)
         golden: dict[str, float] = {}
         if reindex:
             removed += _verify_complete(ctx, ns, {s.id: s.content_hash for s in upserts})
             golden = _golden_gate(ctx, ns)
-        if upserts or deletes or removed or restored:
+        if upserts or payload or deletes or removed or restored:
             # What readers see moves to this run's writes only now that all of them landed.
             ctx.vectors.mark_committed(ns)
         _crash_point("verified")
 
+        retired = {*state.retired_namespaces, active_ns} if reindex else set(state.retired_namespaces)
         new_state = replace(
             state,
             normalizer_version=v.normalizer,
@@ -151,18 +118,15 @@ def apply_plan(
             embed_model=v.model,
             embed_dims=v.dims,
             active_version=target,
-            retired_namespaces=sorted(
-                {*state.retired_namespaces, active_ns} if reindex else set(state.retired_namespaces)
-            ),
+            retired_namespaces=sorted(retired),
         )
         events = _events(staged, staged.plan)  # what changed, not what a re-index rewrote
         counts = _counts(
             staged, plan, events, embedded=embedded, deleted=len(deletes), orphans=removed, reindex=reindex
         )
-        counts["restored"] = restored
+        counts.update(golden, restored=restored)
         if spike_override:
             counts[OVERRIDE_COUNT] = 1
-        counts.update(golden)
         store.commit(
             new_state,
             plan,
@@ -183,6 +147,59 @@ def apply_plan(
     report = IndexReport(src.name, ns, counts, staged.reindex_reason, time.time() - started)
     report.counts["seconds"] = round(report.seconds + _upstream_seconds(staged), 3)
     return report
+
+
+def _current_state(ctx: SourceContext, staged: StagedPlan) -> SourceState:
+    state = ctx.store.source_state(ctx.name)
+    if state is None:
+        raise RuntimeError(f"source {ctx.name!r} was never crawled; materialize fetched_pages first")
+    if state.generation != staged.base_generation:
+        raise RuntimeError(
+            f"source {ctx.name!r}: this diff_plan is stale (planned at generation "
+            f"{staged.base_generation}, the manifest is at {state.generation}); "
+            "re-materialize section_manifest and diff_plan"
+        )
+    return state
+
+
+def _target_plan(ctx: SourceContext, staged: StagedPlan, state: SourceState) -> tuple[int, Plan]:
+    """(index version to write, plan to apply): the staged plan, or for a re-index every
+    current section into the next version."""
+    if staged.reindex_reason is None:
+        return state.active_version, staged.plan
+    # A page that failed to segment keeps its indexed sections in the new version
+    # (embedded again for the new model from their stored text): a re-index never
+    # drops a page for a bad minute.
+    errors = staged.sections.errors
+    kept = ctx.store.manifest(ctx.name, errors) if errors else []
+    new = [*staged.plan.current, *kept]  # dated as the plan found them
+    return state.active_version + 1, Plan(source=ctx.name, new=new, key_redirects=staged.plan.key_redirects)
+
+
+def _write(
+    ctx: SourceContext,
+    ns: str,
+    version: int,
+    upserts: Sequence[Section],
+    payload: Sequence[Section],
+    deletes: Sequence[str],
+) -> int:
+    """Embed (cache first) and upsert, update payloads in place, delete. Returns the
+    number of texts embedded."""
+    vecs, embedded = vectors_for(ctx, upserts)
+    now = time.time()
+    batch = ctx.settings.vector_store.upsert_batch
+    for i in range(0, len(upserts), batch):
+        part = upserts[i : i + batch]
+        ctx.vectors.upsert(ns, [_record(s, vecs[s.content_hash], ctx.name, version, now) for s in part])
+        _crash_point("upsert")
+    if payload:
+        ctx.vectors.update_metadata(ns, {s.id: _metadata(s, ctx.name, version, now) for s in payload})
+        _crash_point("payload")
+    if deletes:
+        ctx.vectors.delete(ns, list(deletes))
+        _crash_point("delete")
+    return embedded
 
 
 def _recover(ctx: SourceContext, state: SourceState, target_ns: str, own: set[str]) -> tuple[int, int]:

@@ -74,8 +74,16 @@ def search(
                 span = (at, at + len(text)) if at >= 0 else (None, None)
                 results.append(
                     Result(
-                        s.name, h.id, m["key"], m["url"], m["heading_path"], h.score, text, *span,
-                        as_of=m.get("as_of") or None, title=m.get("title") or None,
+                        s.name,
+                        h.id,
+                        m["key"],
+                        m["url"],
+                        m["heading_path"],
+                        h.score,
+                        text,
+                        *span,
+                        as_of=m.get("as_of") or None,
+                        title=m.get("title") or None,
                     )
                 )
         finally:

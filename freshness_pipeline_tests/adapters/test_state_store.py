@@ -15,7 +15,9 @@ from freshness_pipeline.core.models import Move, Plan, Section
 
 
 def sec(key: str, text: str, url: str = "http://d.test/p", simhash: int | None = (1 << 63) + 5) -> Section:
-    return Section(key, 0, url, ("Page", key), 0, text, text, content_hash(text), simhash, 3, title="P", as_of="2026-06")
+    return Section(
+        key, 0, url, ("Page", key), 0, text, text, content_hash(text), simhash, 3, title="P", as_of="2026-06"
+    )
 
 
 def state(source: str = "docs") -> SourceState:

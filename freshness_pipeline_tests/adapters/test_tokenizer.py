@@ -21,7 +21,9 @@ URL = "https://docs.test/api"
 
 def test_each_provider_gets_its_tokenizer_and_window() -> None:
     chunking = ChunkPolicy()
-    assert tokenizer_for(EmbedderConfig(provider="local"), chunking) == TokenizerSpec("wordpiece", "all-MiniLM-L6-v2", 256)
+    assert tokenizer_for(EmbedderConfig(provider="local"), chunking) == TokenizerSpec(
+        "wordpiece", "all-MiniLM-L6-v2", 256
+    )
     assert tokenizer_for(EmbedderConfig(provider="openai"), chunking) == TokenizerSpec("tiktoken", "cl100k_base", 400)
     assert tokenizer_for(EmbedderConfig(provider="openai"), ChunkPolicy(token_budget=2000)).budget == 512
     assert tokenizer_for(EmbedderConfig(provider="hashing"), chunking) == TokenizerSpec("tiktoken", "cl100k_base", 400)

@@ -48,7 +48,12 @@ def records(n: int) -> list[VectorRecord]:
 
 
 def update(i: int) -> dict:
-    return {"text": f"See [the guide](https://d.test/new{i}).", "title": "Guide v2", "as_of": "2025-01", "fetched_at": 2.0}
+    return {
+        "text": f"See [the guide](https://d.test/new{i}).",
+        "title": "Guide v2",
+        "as_of": "2025-01",
+        "fetched_at": 2.0,
+    }
 
 
 def test_lancedb_updates_columns_and_keeps_vectors(tmp_path: Path) -> None:
@@ -70,7 +75,10 @@ def test_lancedb_table_from_before_the_payload_columns_gets_them(tmp_path: Path)
     db = lancedb.connect(str(tmp_path / "v"))
     old = pa.schema([pa.field("id", pa.string(), nullable=False), pa.field("vector", pa.list_(pa.float32(), DIM))])
     db.create_table(table_name("docs"), schema=old).add(
-        pa.table({"id": ["p0:0"], "vector": pa.FixedSizeListArray.from_arrays(pa.array([0.5] * DIM, pa.float32()), DIM)}, schema=old)
+        pa.table(
+            {"id": ["p0:0"], "vector": pa.FixedSizeListArray.from_arrays(pa.array([0.5] * DIM, pa.float32()), DIM)},
+            schema=old,
+        )
     )
     store = LanceDBStore(tmp_path / "v")
     store.update_metadata("docs", {"p0:0": update(0)})

@@ -44,8 +44,9 @@ def services(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ArmedOpenAI, Pin
         yield openai, pinecone
 
 
-def texts(site: Site) -> set[str]:
-    return {t for sections in site.pages.values() for _, t in sections}
+def texts(site: Site) -> set[tuple[str, str]]:
+    """What the embedder sees of each section: its heading path and its words."""
+    return {(path, t) for _, path, t in site.expected("")}
 
 
 def cli(capsys: pytest.CaptureFixture[str], sources: Path, *args: str) -> tuple[int, str]:
@@ -82,8 +83,8 @@ def test_openai_and_pinecone_through_faults(
     for rel in ("guide/page1.md", "guide/page3.md", "guide/page6.md"):
         v2.pages[rel][1] = (v2.pages[rel][1][0], paragraph(rng))  # edited
     heading, text = v2.pages["guide/page2.md"][0]
-    v2.pages["guide/page2.md"][0] = (heading + " renamed", text)  # renamed: no new text
-    v2.pages["moved/page4.md"] = v2.pages.pop("guide/page4.md")  # moved: no new text
+    v2.pages["guide/page2.md"][0] = (heading + " renamed", text)  # renamed: a new heading path
+    v2.pages["moved/page4.md"] = v2.pages.pop("guide/page4.md")  # moved, under a new title
     del v2.pages["guide/page7.md"]
     v2.pages["guide/added.md"] = [(f"Added {i}", paragraph(rng)) for i in range(6)]
 

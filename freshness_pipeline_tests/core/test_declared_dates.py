@@ -28,14 +28,26 @@ def page(head: str = "", article_top: str = "", article_end: str = "") -> str:
     [
         (page('<meta property="article:modified_time" content="2025-04-05T10:00:00+00:00">'), "2025-04-05"),
         (page('<meta property="og:updated_time" content="2025-04-06">'), "2025-04-06"),
-        (page('<script type="application/ld+json">{"@graph": [{"dateModified": "2025-04-07"}]}</script>'), "2025-04-07"),
+        (
+            page('<script type="application/ld+json">{"@graph": [{"dateModified": "2025-04-07"}]}</script>'),
+            "2025-04-07",
+        ),
         (page('<script type="application/ld+json">{"datePublished": "2024-01-02"}</script>'), "2024-01-02"),
         (page('<meta name="date" content="2025-04-08">'), "2025-04-08"),
         (page(article_top='<header><time datetime="2025-04-09T08:00">April 9</time></header>'), "2025-04-09"),
         (page(article_end="<p>Last updated: June 3, 2025 14:05</p>"), "2025-06-03"),
         (page(article_end="<p><em>Updated on 2025-06-04</em></p>"), "2025-06-04"),
     ],
-    ids=["article-modified", "og-updated", "json-ld-modified", "json-ld-published", "meta-date", "time", "last-updated", "updated-on"],
+    ids=[
+        "article-modified",
+        "og-updated",
+        "json-ld-modified",
+        "json-ld-published",
+        "meta-date",
+        "time",
+        "last-updated",
+        "updated-on",
+    ],
 )
 def test_declared_dates(html: str, date: str) -> None:
     assert extract(html, URL).date == date

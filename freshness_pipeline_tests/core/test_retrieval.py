@@ -7,9 +7,11 @@ from freshness_pipeline.core.segment import segment
 
 
 def test_link_targets_and_image_urls_go_anchor_and_alt_text_stay() -> None:
-    md = "See [the guide](https://a.test/guide?utm=1 \"Guide\") and ![a diagram](https://i.test/d.png)."
+    md = 'See [the guide](https://a.test/guide?utm=1 "Guide") and ![a diagram](https://i.test/d.png).'
     assert plain_text(md) == "See the guide and a diagram."
-    assert plain_text("An autolink <https://a.test/x> stays readable.") == "An autolink https://a.test/x stays readable."
+    assert (
+        plain_text("An autolink <https://a.test/x> stays readable.") == "An autolink https://a.test/x stays readable."
+    )
 
 
 def test_markup_goes_words_stay() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import random
+import re
 import shutil
 from pathlib import Path
 
@@ -29,8 +30,12 @@ TRIALS = 24
 KILLED = -9
 
 
-def texts(site: Site) -> set[str]:
-    return {t for sections in site.pages.values() for _, t in sections}
+LINK = "See [the reference](https://reference.test/{}) for the limits."
+
+
+def texts(site: Site) -> set[tuple[str, str]]:
+    """What the embedder sees of each section: heading path and words, no link targets."""
+    return {(path, re.sub(r"\]\([^)]*\)", "]", t)) for _, path, t in site.expected("")}
 
 
 def write_sources(path: Path, sitemap: str, *, token_budget: int = 400) -> Path:
@@ -55,14 +60,18 @@ def history() -> tuple[Site, Site, dict[tuple[str, int], str]]:
     for rel, i in [("guide/page1.md", 0), ("guide/page4.md", 2), ("guide/page7.md", 1)]:
         edited[(rel, i)] = v1.pages[rel][i][1]
         v1.pages[rel][i] = (v1.pages[rel][i][0], paragraph(rng))
+    heading, text = v1.pages["guide/page9.md"][2]
+    v1.pages["guide/page9.md"][2] = (heading, f"{text} {LINK.format('v1')}")
     return v0, v1, edited
 
 
 def next_version(v1: Site, edited: dict[tuple[str, int], str], rng: random.Random) -> Site:
-    """Edits, inserts, a deleted page, a renamed heading, a moved page, a new page and a
-    revert to a v0 text."""
+    """Edits, inserts, a deleted page, a renamed heading, a moved page, a new page, a
+    link-target edit (a payload update) and a revert to a v0 text."""
     v2 = Site(copy.deepcopy(v1.pages))
-    pages = sorted(v2.pages)
+    heading, text = v2.pages["guide/page9.md"][2]
+    v2.pages["guide/page9.md"][2] = (heading, text.replace(LINK.format("v1"), LINK.format("v2")))
+    pages = sorted(p for p in v2.pages if p != "guide/page9.md")
     (rel, i), old_text = rng.choice(sorted(edited.items()))
     v2.pages[rel][i] = (v2.pages[rel][i][0], old_text)  # revert: cached since v0
     for rel in rng.sample([p for p in pages if p != rel], 4):
@@ -99,7 +108,7 @@ def baseline(tmp_path_factory: pytest.TempPathFactory):
 def trial_plan(seed: int) -> dict:
     rng = random.Random(seed)
     reindex = rng.random() < 0.3
-    reachable = [p for p in CRASH_POINTS if p != ("delete" if reindex else "dropped")]
+    reachable = [p for p in CRASH_POINTS if p not in (("delete", "payload") if reindex else ("dropped",))]
     point = reachable[seed % len(reachable)]  # every point, in turn; the rest is random
     if point in ("embed", "upsert"):
         point += f":{rng.randint(1, 4)}"

@@ -452,7 +452,10 @@ class StateStore:
             t.update()
             .where(t.c.source == bindparam("b_source"), t.c.id == bindparam("b_id"))
             .values(text=bindparam("b_text"), title=bindparam("b_title"), as_of=bindparam("b_as_of"), indexed_at=now),
-            [{"b_source": source, "b_id": s.id, "b_text": s.text, "b_title": s.title, "b_as_of": s.as_of} for s in sections],
+            [
+                {"b_source": source, "b_id": s.id, "b_text": s.text, "b_title": s.title, "b_as_of": s.as_of}
+                for s in sections
+            ],
         )
 
     def reembed_counts(self, source: str, since: float) -> dict[str, int]:
