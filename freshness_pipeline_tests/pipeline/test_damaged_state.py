@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from freshness_pipeline.adapters.state.store import StateStore
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.pipeline.driver import Freshness
 from freshness_pipeline_tests.sitegen import Site, generate
@@ -156,3 +157,20 @@ def test_a_deleted_vector_store(built: tuple, dagster_home: Path, capsys: pytest
     assert app.status()["index"]["clean"]
     assert texts(app.dump()) == docs.expected(site.base_url)
     assert len(json.loads(app.cli("search", "cache", "--json"))) == 5
+
+
+def test_a_read_only_open_changes_nothing_and_takes_any_path(tmp_path: Path) -> None:
+    folder = tmp_path / "odd name #1?"
+    folder.mkdir()
+    url = f"sqlite:///{folder / 'freshness.db'}"
+    StateStore(url).close()  # made and migrated by a writer
+    before = sorted(p.name for p in folder.iterdir())
+    reader = StateStore(url, read_only=True)
+    try:
+        assert reader.read_only and reader.source_state("docs") is None and reader.manifest_count("docs") == 0
+    finally:
+        reader.close()
+    assert sorted(p.name for p in folder.iterdir()) == before  # no -wal, no journal switch
+    fresh = StateStore(f"sqlite:///{tmp_path / 'new' / 'freshness.db'}", read_only=True)
+    assert not fresh.read_only  # nothing to read yet: the normal open makes it
+    fresh.close()

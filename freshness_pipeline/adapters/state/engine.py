@@ -5,11 +5,14 @@ nothing on disk. A damaged or unwritable SQLite file becomes one `DamagedState` 
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
+from urllib.parse import quote
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import ExceptionContext, make_url
+from sqlalchemy.pool import QueuePool
 
 from ..damage import DamagedState
 from .migrate import at_head
@@ -20,9 +23,13 @@ def make_engine(url: str, *, read_only: bool) -> Engine:
     sqlite_file = parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:")
     if sqlite_file and read_only:
         path = Path(parsed.database or "")
-        # Immutable when nothing can write here anyway: no -shm/-wal file to create.
-        flag = "mode=ro" if os.access(path.parent, os.W_OK) else "immutable=1"
-        engine = create_engine(f"sqlite:///file:{path}?{flag}&uri=true", future=True)
+        # Read-only needs a -shm file it may create; in a folder nobody can write and with
+        # no WAL left to read, the file cannot change: open it immutable.
+        wal = Path(f"{path}-wal").exists()
+        flag = "mode=ro" if wal or os.access(path.parent, os.W_OK) else "immutable=1"
+        uri = f"file:{quote(str(path.resolve()))}?{flag}"  # quoted: a path may hold ? or #
+        connect = lambda: sqlite3.connect(uri, uri=True, check_same_thread=False)  # noqa: E731
+        engine = create_engine("sqlite://", creator=connect, poolclass=QueuePool)
     else:
         engine = create_engine(url, future=True)
     if parsed.get_backend_name() == "sqlite":

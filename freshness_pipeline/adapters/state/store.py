@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Connection, Engine, Table, bindparam, delete, func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import make_url
 
 from ...core.models import Plan, Section
 from ..damage import DamagedState
@@ -177,7 +178,7 @@ class StateStore:
         a file beside the database (dies with the process).
         """
         if self.is_sqlite:
-            path = Path(f"{self.engine.url.database}.{source}.lock")
+            path = Path(f"{make_url(self.url).database}.{source}.lock")  # a read-only engine has no path
             try:
                 fh = path.open("w")
             except OSError as exc:
