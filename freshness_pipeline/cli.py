@@ -163,9 +163,11 @@ SHOWN_ERRORS = 10
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
+    from . import progress
     from .defs.assets import ALLOW_SPIKE_TAG
     from .defs.runner import run_refresh
 
+    progress.attach_terminal()
     tags = {ALLOW_SPIKE_TAG: "true"} if args.allow_spike else None
     failed = 0
     for name in _names(settings, args.source):
@@ -406,8 +408,10 @@ def _deliver(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from . import progress
     from .demo.run import run_demo
 
+    progress.attach_terminal()
     return run_demo(Path(args.home), embedder=args.embedder)
 
 

@@ -38,7 +38,6 @@ def run_demo(home: Path, *, embedder: str = "local") -> int:
     if refused:
         print(f"error: {refused}", file=sys.stderr)
         return 2
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no "Loading weights" bars
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     os.environ["DAGSTER_HOME"] = str(home.resolve())
     with DocsSite() as site:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
+from .. import progress
 from ..adapters.fetch import DiscoveryError, Fetcher, Target
 from ..adapters.state.store import PageRow, SourceState
 from ..core.models import FetchResult, Outcome
@@ -66,7 +67,7 @@ def crawl(ctx: SourceContext, *, tier: str | None = None, allow_mass_gone: bool 
         results: list[FetchResult] = []
         with Fetcher(src) as fetcher:
             try:
-                discovery = fetcher.discover()
+                discovery = progress.call("discovery", fetcher.discover, unit="URLs", count=lambda d: len(d.urls))
             except DiscoveryError as exc:
                 raise DiscoveryError(
                     f"source {src.name!r}: {exc}; the crawl stopped before fetching, nothing was changed"
@@ -77,7 +78,8 @@ def crawl(ctx: SourceContext, *, tier: str | None = None, allow_mass_gone: bool 
                 # again rather than trust a 304 or an identical body.
                 targets = [Target(t.url, t.fetch_url) for t in targets]
             # Extraction runs in the pool while the fetch threads are still downloading.
-            jobs = _extract_jobs(fetcher.fetch(targets), results, tuple(src.noise.disabled_rules))
+            fetched = progress.track(fetcher.fetch(targets), "fetch/extract", total=len(targets), unit="pages")
+            jobs = _extract_jobs(fetched, results, tuple(src.noise.disabled_rules))
             extracted = {e.url: e for e in parallel_map(extract_one, jobs)}
         now = time.time()
         rows: dict[str, PageRow] = {}

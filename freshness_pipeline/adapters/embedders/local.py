@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
 SHIPPED_MODELS = {"all-MiniLM-L6-v2": 384}
+# Loaded once per process (~10 s each), shared by every LocalEmbedder of that model.
+_LOADED: dict[Path, SentenceTransformer] = {}
+_LOADING = threading.Lock()
 
 
 def model_path(model: str) -> Path:
@@ -39,18 +42,17 @@ class LocalEmbedder:
         self.batch_size = batch_size
         self.calls = 0
         self.texts_embedded = 0
-        self._model: SentenceTransformer | None = None
-        self._lock = threading.Lock()
 
     def _load(self) -> SentenceTransformer:
-        with self._lock:
-            if self._model is None:
+        with _LOADING:
+            if self._path not in _LOADED:
                 os.environ["HF_HUB_OFFLINE"] = "1"  # read before the hub library is imported
                 os.environ["TRANSFORMERS_OFFLINE"] = "1"
+                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no "Loading weights" bar
                 from sentence_transformers import SentenceTransformer
 
-                self._model = SentenceTransformer(str(self._path), local_files_only=True)
-            return self._model
+                _LOADED[self._path] = SentenceTransformer(str(self._path), local_files_only=True)
+            return _LOADED[self._path]
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         self.calls += 1
