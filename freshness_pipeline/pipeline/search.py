@@ -49,7 +49,8 @@ def search(
         raise ValueError("an empty query has no meaning to match; say what to search for")
     chosen = [settings.source(source)] if source else settings.sources
     embedder = make_embedder(settings.embedder)
-    vector = embedder.embed([query])[0].tolist()
+    one = getattr(embedder, "embed_query", None)  # the local model has a fast path for one text
+    vector = (one(query) if one else embedder.embed([query])[0]).tolist()
     results: list[Result] = []
     for s in chosen:
         ctx = SourceContext.open(settings, s.name)

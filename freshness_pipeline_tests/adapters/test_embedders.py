@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -169,8 +172,12 @@ def test_local_model_puts_related_sentences_closer() -> None:
 
 
 def test_local_model_loads_lazily() -> None:
-    e = LocalEmbedder()
-    assert e._model is None and e.embed([]).shape == (0, 384)
+    # In a fresh process: the model is loaded once per process, shared by every embedder.
+    probe = (
+        "import sys; from freshness_pipeline.adapters.embedders import local; e = local.LocalEmbedder(); "
+        "assert e.embed([]).shape == (0, 384); assert not local._LOADED and 'sentence_transformers' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", probe], check=True, timeout=120)
     with pytest.raises(ValueError, match="no local copy"):
         LocalEmbedder("some-other-model")
 

@@ -32,5 +32,5 @@ def corpora() -> Path:
         return root
     why = f"corpus replay: no {', '.join(missing)} corpus under {root} (each with revisions.json and r0..r9/)"
     if in_ci() or os.environ.get("FRESHNESS_CORPORA"):
-        pytest.fail(f"{why}; CI and $FRESHNESS_CORPORA mean it must run: point FRESHNESS_CORPORA at them", pytrace=False)
+        pytest.fail(f"{why}; under CI or a set FRESHNESS_CORPORA it must run: point it at them", pytrace=False)
     pytest.skip(f"{why}; run it with `{RUN_IT}`")

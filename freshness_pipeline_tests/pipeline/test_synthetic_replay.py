@@ -34,7 +34,7 @@ def identity(doc: Doc, part: Part) -> tuple[str, ...]:
 
 
 def expected(base_url: str, rev: Revision) -> dict[Key, tuple[Part, tuple[str, ...]]]:
-    out = {}
+    out: dict[Key, tuple[Part, tuple[str, ...]]] = {}
     for rel, doc in rev.docs.items():
         url = normalize_url(base_url + page_path(rel))
         for part in doc.parts:
@@ -50,7 +50,10 @@ def noise(build: int, dates: Mapping[str, str]) -> Callable[[str], dict[str, str
     return lambda path: {"updated": f"{rng.randrange(2, 30)} days ago", "build": stamp, "date": by_path[path]}
 
 
-def assert_index_is(base_url: str, records: list[dict], want: dict[Key, tuple[Part, tuple[str, ...]]], step: str) -> None:
+Want = dict[Key, tuple[Part, tuple[str, ...]]]  # each section: its part and what embedding it costs
+
+
+def assert_index_is(base_url: str, records: list[dict], want: Want, step: str) -> None:
     got = {(r["url"], r["heading_path"]): r["text"] for r in records}
     assert len(got) == len(records), f"{step}: two records for one section"
     assert got.keys() == want.keys(), (
