@@ -10,7 +10,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -101,21 +101,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("-v", "--verbose", action="store_true", help="print Dagster's event log (the UI always has it)")
     run.set_defaults(func=_run)
-
-    dump = command("dump", "every record in the vector index, as JSON lines")
-    dump.add_argument("--source", help="only this source's records (default: every source)")
-    dump.set_defaults(func=_dump)
-
-    search = command("search", "top sections for a query")
-    search.add_argument("query", type=_query, help="the question, in words (not empty)")
-    search.add_argument("-k", type=_positive_int, default=5, help="results to return (at least 1; default 5)")
-    search.add_argument("--source", help="search only this source (default: every source)")
-    search.add_argument("--json", action="store_true", help="the results as one JSON list")
-    search.set_defaults(func=_search)
-
-    status = command("status", "per source: pages, sections, last run")
-    status.add_argument("--json", action="store_true", help="every figure, as one JSON list (one object per source)")
-    status.set_defaults(func=_status)
+    _read_commands(command)
 
     # No --sources: the demo writes its own sources file into its home.
     demo = command("demo", "refresh the shipped demo site twice and search it", parents=[])
@@ -138,6 +124,28 @@ def _parser() -> argparse.ArgumentParser:
     rec.add_argument("--json", action="store_true", help="one JSON object per source")
     rec.set_defaults(func=_reconcile)
 
+    deliver = command("deliver", "send waiting change events to the configured webhooks")
+    deliver.set_defaults(func=_deliver)
+    return p
+
+
+def _read_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
+    """The commands that only read the index and the state."""
+    dump = command("dump", "every record in the vector index, as JSON lines")
+    dump.add_argument("--source", help="only this source's records (default: every source)")
+    dump.set_defaults(func=_dump)
+
+    search = command("search", "top sections for a query")
+    search.add_argument("query", type=_query, help="the question, in words (not empty)")
+    search.add_argument("-k", type=_positive_int, default=5, help="results to return (at least 1; default 5)")
+    search.add_argument("--source", help="search only this source (default: every source)")
+    search.add_argument("--json", action="store_true", help="the results as one JSON list")
+    search.set_defaults(func=_search)
+
+    status = command("status", "per source: pages, sections, last run")
+    status.add_argument("--json", action="store_true", help="every figure, as one JSON list (one object per source)")
+    status.set_defaults(func=_status)
+
     resolve = command("resolve", "follow a section key's redirects to its current text")
     resolve.add_argument("key", help="a section key, as search results and citations give it")
     resolve.add_argument("--source", help="look only in this source (default: every source, in order)")
@@ -148,10 +156,6 @@ def _parser() -> argparse.ArgumentParser:
     weak.add_argument("--days", type=float, default=90, help="how far back to look, in days (default 90)")
     weak.add_argument("--json", action="store_true", help="the searches as one JSON list")
     weak.set_defaults(func=_weak)
-
-    deliver = command("deliver", "send waiting change events to the configured webhooks")
-    deliver.set_defaults(func=_deliver)
-    return p
 
 
 def _names(settings: Settings, only: str | None) -> list[str]:
@@ -320,11 +324,10 @@ def _print_freshness(r: dict[str, Any], checks: CheckPolicy) -> None:
 
 
 def alert_lines(measured: dict[str, Any], checks: CheckPolicy) -> list[str]:
-    """Which figure put the latest score under `checks.freshness_alert`, and why."""
+    """Which figures put the latest score under `checks.freshness_alert`, and why."""
     from .core.alerts import alert_reasons
 
-    targets = {"lag_target_s": checks.lag_target_h * 3600, "age_target_s": checks.age_target_d * 86_400}
-    reasons = alert_reasons(measured, **targets)
+    reasons = alert_reasons(measured, lag_target_s=checks.lag_target_h * 3600, age_target_s=checks.age_target_d * 86400)
     head = f"  ALERT: score {measured['score']:.3f} is under checks.freshness_alert {checks.freshness_alert:g}"
     return [head + (", because of:" if reasons else ""), *(f"    {why}" for why in reasons)]
 
