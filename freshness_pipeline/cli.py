@@ -171,7 +171,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     from .defs.assets import ALLOW_SPIKE_TAG
     from .defs.runner import run_refresh
 
-    progress.attach_terminal()
+    progress.attach()
     tags = {ALLOW_SPIKE_TAG: "true"} if args.allow_spike else None
     failed = 0
     for name in _names(settings, args.source):
@@ -414,7 +414,7 @@ def _demo(args: argparse.Namespace) -> int:
     from . import progress
     from .demo.run import run_demo
 
-    progress.attach_terminal()
+    progress.attach()
     return run_demo(Path(args.home), embedder=args.embedder)
 
 

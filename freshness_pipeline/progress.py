@@ -6,8 +6,9 @@
 
 On a terminal a rich bar with the count, the rate and the elapsed time. Every stage also
 logs one line when it ends: inside a Dagster step through Dagster's logger, so it lands in
-the run's event log (without a terminal, that line is all there is). Dagster points a
-step's stderr at its compute log, so the CLI calls `attach_terminal` before a run starts.
+the run's event log; without a terminal that line is all there is, and the CLI's stderr
+gets it too (cron logs). Dagster points a step's stderr at its compute log, so the CLI
+calls `attach` before a run starts, to keep the stderr it was started with.
 `FRESHNESS_PROGRESS=bar|log|off` overrides the choice ("off": no bar, no line).
 """
 
@@ -27,14 +28,23 @@ from rich.text import Text
 T = TypeVar("T")
 MODE_ENV = "FRESHNESS_PROGRESS"
 _terminal: TextIO | None = None  # where bars go, when the command was started on a terminal
+_lines: TextIO | None = None  # where a stage's line goes, when it was started without one
 
 
-def attach_terminal() -> None:
-    """Keep a handle on this process's terminal (stderr, when it is one) for the bars,
-    before Dagster redirects stderr to a step's compute log."""
-    global _terminal
-    if _terminal is None and _isatty(sys.stderr):
-        _terminal = os.fdopen(os.dup(sys.stderr.fileno()), "w", buffering=1)
+def attach() -> None:
+    """Keep a handle on this process's stderr (a copy of its descriptor) before Dagster
+    redirects stderr to a step's compute log: the bars' terminal, or where lines go."""
+    global _terminal, _lines
+    if _terminal is not None or _lines is not None:
+        return
+    try:
+        copy = os.fdopen(os.dup(sys.stderr.fileno()), "w", buffering=1)
+    except (AttributeError, OSError, ValueError):  # stderr is not a file (tests capture it)
+        return
+    if _isatty(copy):
+        _terminal = copy
+    else:
+        _lines = copy
 
 
 def mode() -> str:
@@ -145,7 +155,10 @@ def _isatty(stream: object) -> bool:
 
 
 def _log(line: str) -> None:
-    """Inside a Dagster step, Dagster's logger (the run's event log); else this module's."""
+    """Inside a Dagster step, Dagster's logger (the run's event log); else this module's.
+    Without a terminal, the attached stderr too."""
+    if _lines is not None:
+        print(line, file=_lines)
     if "dagster" in sys.modules:
         import dagster as dg
 

@@ -3,6 +3,7 @@ stage without one (in the run's Dagster event log), and no third-party bars."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import pty
@@ -83,6 +84,22 @@ def test_a_run_on_a_terminal_shows_progress_per_stage(dagster_home: Path) -> Non
     assert "discovery: 6 URLs in " in err, err
     assert "fetch/extract" in err and "6/6 pages" in err, err
     assert "embed" in err and "18/18 sections" in err, err
+
+
+def test_without_a_terminal_the_cli_prints_a_line_per_stage(dagster_home: Path) -> None:
+    """`freshness run 2>> cron.log`: one plain line per stage, no bar, no control codes."""
+    with DocsSite() as site:
+        sources = write_sources(dagster_home / "sources.yaml", site.sitemap_url)
+        site.publish(generate(3, sections_per_page=2, seed=6).markdown())
+        env = {k: v for k, v in os.environ.items() if k != progress.MODE_ENV}
+        cmd = [sys.executable, "-m", "freshness_pipeline.cli", "run", "--json", "--sources", str(sources)]
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    stages = ("discovery", "fetch/extract", "embed")
+    lines = [line for line in done.stderr.splitlines() if line.split(":")[0] in stages]
+    assert [line.split(" in ")[0] for line in lines] == ["discovery: 3 URLs", "fetch/extract: 3 pages", "embed: 6 sections"]
+    assert "\x1b[" not in done.stderr and "━" not in done.stderr, done.stderr
+    assert json.loads(done.stdout)["status"] == "success"  # stdout stays one JSON object
 
 
 def test_without_a_terminal_each_stage_logs_a_line_in_the_dagster_run(dagster_home: Path) -> None:
