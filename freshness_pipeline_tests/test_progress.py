@@ -97,7 +97,8 @@ def test_without_a_terminal_the_cli_prints_a_line_per_stage(dagster_home: Path) 
     assert done.returncode == 0, done.stderr
     stages = ("discovery", "fetch/extract", "embed")
     lines = [line for line in done.stderr.splitlines() if line.split(":")[0] in stages]
-    assert [line.split(" in ")[0] for line in lines] == ["discovery: 3 URLs", "fetch/extract: 3 pages", "embed: 6 sections"]
+    want = ["discovery: 3 URLs", "fetch/extract: 3 pages", "embed: 6 sections"]
+    assert [line.split(" in ")[0] for line in lines] == want, done.stderr
     assert "\x1b[" not in done.stderr and "━" not in done.stderr, done.stderr
     assert json.loads(done.stdout)["status"] == "success"  # stdout stays one JSON object
 
