@@ -12,8 +12,9 @@ $(VENV)/.installed: pyproject.toml
 demo: $(VENV)/.installed
 	$(VENV)/bin/freshness demo
 
+# Two workers on two cores (pytest-xdist); worksteal evens out the long replays at the end.
 test: $(VENV)/.installed
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider -n auto --dist worksteal
 
 bench: $(VENV)/.installed
 	$(PY) -m bench.run

@@ -10,12 +10,12 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from .adapters.damage import DamagedState
-from .config import ConfigError, Settings, dagster_home, load_settings
+from .config import CheckPolicy, ConfigError, Settings, dagster_home, load_settings
 from .defs.instance import write_instance_config
 
 
@@ -34,6 +34,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace) -> int:
     if args.func is _demo:
+        if args.sources:
+            print("error: the demo writes its own sources file into --home; drop --sources", file=sys.stderr)
+            return 2
         return _demo(args)
     if args.sources:
         os.environ["FRESHNESS_SOURCES"] = str(Path(args.sources).resolve())
@@ -53,6 +56,12 @@ def _silence_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
     except (AttributeError, io.UnsupportedOperation):  # stdout replaced by a non-file object
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
+
+
+def _query(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty: say what to search for")
+    return text
 
 
 def _positive_int(text: str) -> int:
@@ -80,7 +89,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(required=True, metavar="COMMAND")
 
     def command(name: str, help: str, **kw: Any) -> argparse.ArgumentParser:
-        return sub.add_parser(name, help=help, description=kw.pop("description", help), parents=[common], **kw)
+        parents = kw.pop("parents", [common])
+        return sub.add_parser(name, help=help, description=kw.pop("description", help), parents=parents, **kw)
 
     run = command("run", "refresh one or every source through Dagster", epilog=RUN_HELP)
     run.add_argument("--source", help="only this source")
@@ -94,29 +104,21 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("-v", "--verbose", action="store_true", help="print Dagster's event log (the UI always has it)")
     run.set_defaults(func=_run)
+    _read_commands(command)
 
-    dump = command("dump", "every record in the vector index, as JSON lines")
-    dump.add_argument("--source")
-    dump.set_defaults(func=_dump)
-
-    search = command("search", "top sections for a query")
-    search.add_argument("query")
-    search.add_argument("-k", type=_positive_int, default=5, help="results to return (at least 1; default 5)")
-    search.add_argument("--source")
-    search.add_argument("--json", action="store_true")
-    search.set_defaults(func=_search)
-
-    status = command("status", "per source: pages, sections, last run")
-    status.add_argument("--json", action="store_true")
-    status.set_defaults(func=_status)
-
-    demo = command("demo", "refresh the shipped demo site twice and search it")
+    # No --sources: the demo writes its own sources file into its home.
+    demo = command("demo", "refresh the shipped demo site twice and search it", parents=[])
     demo.add_argument(
         "--home",
         default="demo_home",
         help="state folder (default ./demo_home); must be absent, empty, or made by an earlier demo",
     )
-    demo.add_argument("--embedder", default="local", choices=["local", "hashing"])
+    demo.add_argument(
+        "--embedder",
+        default="local",
+        choices=["local", "hashing"],
+        help="local: the shipped all-MiniLM-L6-v2 model (default); hashing: no model, instant, no meaning",
+    )
     demo.set_defaults(func=_demo)
 
     rec = command("reconcile", "compare the manifest with the vector store; --fix repairs")
@@ -125,20 +127,38 @@ def _parser() -> argparse.ArgumentParser:
     rec.add_argument("--json", action="store_true", help="one JSON object per source")
     rec.set_defaults(func=_reconcile)
 
-    resolve = command("resolve", "follow a section key's redirects to its current text")
-    resolve.add_argument("key")
-    resolve.add_argument("--source")
-    resolve.add_argument("--json", action="store_true")
-    resolve.set_defaults(func=_resolve)
-
-    weak = command("weak", "searches whose best match was weak (last 90 days)")
-    weak.add_argument("--days", type=float, default=90)
-    weak.add_argument("--json", action="store_true")
-    weak.set_defaults(func=_weak)
-
     deliver = command("deliver", "send waiting change events to the configured webhooks")
     deliver.set_defaults(func=_deliver)
     return p
+
+
+def _read_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
+    """The commands that only read the index and the state."""
+    dump = command("dump", "every record in the vector index, as JSON lines")
+    dump.add_argument("--source", help="only this source's records (default: every source)")
+    dump.set_defaults(func=_dump)
+
+    search = command("search", "top sections for a query")
+    search.add_argument("query", type=_query, help="the question, in words (not empty)")
+    search.add_argument("-k", type=_positive_int, default=5, help="results to return (at least 1; default 5)")
+    search.add_argument("--source", help="search only this source (default: every source)")
+    search.add_argument("--json", action="store_true", help="the results as one JSON list")
+    search.set_defaults(func=_search)
+
+    status = command("status", "per source: pages, sections, last run")
+    status.add_argument("--json", action="store_true", help="every figure, as one JSON list (one object per source)")
+    status.set_defaults(func=_status)
+
+    resolve = command("resolve", "follow a section key's redirects to its current text")
+    resolve.add_argument("key", help="a section key, as search results and citations give it")
+    resolve.add_argument("--source", help="look only in this source (default: every source, in order)")
+    resolve.add_argument("--json", action="store_true", help="the section as one JSON object")
+    resolve.set_defaults(func=_resolve)
+
+    weak = command("weak", "searches whose best match was weak (last 90 days)")
+    weak.add_argument("--days", type=float, default=90, help="how far back to look, in days (default 90)")
+    weak.add_argument("--json", action="store_true", help="the searches as one JSON list")
+    weak.set_defaults(func=_weak)
 
 
 def _names(settings: Settings, only: str | None) -> list[str]:
@@ -150,9 +170,11 @@ SHOWN_ERRORS = 10
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
+    from . import progress
     from .defs.assets import ALLOW_SPIKE_TAG
     from .defs.runner import run_refresh
 
+    progress.attach()
     tags = {ALLOW_SPIKE_TAG: "true"} if args.allow_spike else None
     failed = 0
     for name in _names(settings, args.source):
@@ -209,6 +231,18 @@ def _dump(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _search(args: argparse.Namespace, settings: Settings) -> int:
+    """Exit 1, before any model is loaded, when nothing is indexed yet."""
+    names = _names(settings, args.source)
+    if not _indexed(settings, names):
+        if args.json:
+            print("[]")
+        where = f" (sources file {os.environ['FRESHNESS_SOURCES']})" if os.environ.get("FRESHNESS_SOURCES") else ""
+        print(
+            f"the index is empty: nothing of {', '.join(names)} is indexed yet{where}. "
+            "`freshness run` crawls the sources and fills it",
+            file=sys.stderr,
+        )
+        return 1
     from .pipeline.search import search, weak_threshold
 
     hits = search(settings, args.query, k=args.k, source=args.source)
@@ -230,6 +264,18 @@ def _search(args: argparse.Namespace, settings: Settings) -> int:
         + (f" (weak match: under {threshold:.2f}; recorded, see `freshness weak`)" if weak else "")
     )
     return 0
+
+
+def _indexed(settings: Settings, names: list[str]) -> list[str]:
+    """The sources that have committed an index (read from the state store only)."""
+    from .adapters.state.store import StateStore
+    from .config import state_url
+
+    store = StateStore(state_url(settings))
+    try:
+        return [n for n in names if (s := store.source_state(n)) is not None and s.generation > 0]
+    finally:
+        store.close()
 
 
 def _status(args: argparse.Namespace, settings: Settings) -> int:
@@ -255,18 +301,20 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
             print(f"  flapping: {url} re-embedded in {n} runs")
         for url, why in r.get("flagged", []):
             print(f"  flagged: {url}: {why}")
-        _print_freshness(r)
+        _print_freshness(r, settings.source(r["source"]).checks)
     return 0
 
 
-def _print_freshness(r: dict[str, Any]) -> None:
+def _print_freshness(r: dict[str, Any], checks: CheckPolicy) -> None:
     import pandas as pd
 
     from .defs.metrics_assets import history_table
 
     if r.get("freshness_history"):
         f = r["freshness"]
-        print(f"  freshness score {f['score']:.3f}" + ("  ALERT: under the threshold" if f["alert"] else ""))
+        print(f"  freshness score {f['score']:.3f}")
+        if f["alert"]:
+            print("\n".join(alert_lines(f, checks)))
         table = history_table(pd.DataFrame(r["freshness_history"])).tail(5)
         print("    " + table.to_string(index=False, na_rep="-").replace("\n", "\n    "))
         if f.get("details", {}).get("golden_misses"):
@@ -281,6 +329,15 @@ def _print_freshness(r: dict[str, Any]) -> None:
     for w in r.get("webhooks", []):
         if w["backlog"] or w["last_error"]:
             print(f"  webhook {w['url']}: {w['backlog']} events waiting; last error: {w['last_error']}")
+
+
+def alert_lines(measured: dict[str, Any], checks: CheckPolicy) -> list[str]:
+    """Which figures put the latest score under `checks.freshness_alert`, and why."""
+    from .core.alerts import alert_reasons
+
+    reasons = alert_reasons(measured, lag_target_s=checks.lag_target_h * 3600, age_target_s=checks.age_target_d * 86400)
+    head = f"  ALERT: score {measured['score']:.3f} is under checks.freshness_alert {checks.freshness_alert:g}"
+    return [head + (", because of:" if reasons else ""), *(f"    {why}" for why in reasons)]
 
 
 def _reconcile(args: argparse.Namespace, settings: Settings) -> int:
@@ -364,8 +421,10 @@ def _deliver(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from . import progress
     from .demo.run import run_demo
 
+    progress.attach()
     return run_demo(Path(args.home), embedder=args.embedder)
 
 

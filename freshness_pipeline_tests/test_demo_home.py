@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from freshness_pipeline.cli import main
-from freshness_pipeline.demo.run import MARKER, prepare_home, ui_command
+from freshness_pipeline.demo.run import MARKER, WORKSPACE, prepare_home, ui_command
 
 
 def test_only_an_absent_empty_or_demo_made_home_is_remade(tmp_path: Path) -> None:
@@ -45,5 +45,7 @@ def test_the_ui_hint_is_a_complete_command(tmp_path: Path) -> None:
     home = tmp_path / "demo home"
     cmd = ui_command(home)
     bin_dir = Path(sys.executable).parent
-    assert cmd == (f"DAGSTER_HOME='{home}' FRESHNESS_SOURCES='{home / 'sources.yaml'}' {bin_dir / 'dagster'} dev")
-    assert (bin_dir / "dagster").exists()
+    assert cmd == (
+        f"DAGSTER_HOME='{home}' FRESHNESS_SOURCES='{home / 'sources.yaml'}' {bin_dir / 'dg'} dev -w {WORKSPACE}"
+    )
+    assert (bin_dir / "dg").exists() and WORKSPACE.is_file()

@@ -18,7 +18,9 @@ from .server import DocsSite, load_folder
 
 SITE = Path(__file__).parent / "site"
 QUERY = "how many times is an upload retried after a network error?"
-MARKER = ".freshness-demo"  # in every home the demo made: only such a folder is ever deleted
+MARKER = ".freshness-demo"
+WORKSPACE = Path(__file__).resolve().parents[2] / "workspace.yaml"  # in a checkout, not in a wheel
+DEFINITIONS = "freshness_pipeline.defs.definitions"  # in every home the demo made: only such a folder is ever deleted
 
 
 def _noise(version: int):
@@ -94,10 +96,13 @@ def prepare_home(home: Path) -> str | None:
 
 
 def ui_command(home: Path) -> str:
-    """The full command that opens this demo's state in the Dagster UI, with this venv's dagster."""
+    """The full command that opens this demo's state in the Dagster UI, from any folder:
+    this venv's `dg dev` on the checkout's workspace.yaml, or on the installed module when
+    there is no checkout (a wheel install)."""
     root = home.resolve()
-    dagster = Path(sys.executable).parent / "dagster"
+    dg = Path(sys.executable).parent / "dg"
+    target = f"-w {shlex.quote(str(WORKSPACE))}" if WORKSPACE.is_file() else f"-m {DEFINITIONS}"
     return (
         f"DAGSTER_HOME={shlex.quote(str(root))} FRESHNESS_SOURCES={shlex.quote(str(root / 'sources.yaml'))} "
-        f"{shlex.quote(str(dagster))} dev"
+        f"{shlex.quote(str(dg))} dev {target}"
     )

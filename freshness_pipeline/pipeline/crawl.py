@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from urllib.parse import urljoin
 
+from .. import progress
 from ..adapters.fetch import Discovery, DiscoveryError, Fetcher, Target
 from ..adapters.state.store import PageRow, SourceState
 from ..config import Source
@@ -73,7 +74,12 @@ def crawl(ctx: SourceContext, *, tier: str | None = None, allow_mass_gone: bool 
         results: list[FetchResult] = []
         login: set[str] = set()
         with Fetcher(src) as fetcher:
-            discovery = _discover(ctx, fetcher, known, fresh=rules_changed)
+            discovery = progress.call(
+                "discovery",
+                lambda: _discover(ctx, fetcher, known, fresh=rules_changed),
+                unit="URLs",
+                count=lambda d: len(d.urls),
+            )
             report.warnings = discovery.warnings
             targets, found = _targets(ctx, known, discovery.urls, discovery.lastmod, tier)
             if rules_changed:
@@ -81,7 +87,9 @@ def crawl(ctx: SourceContext, *, tier: str | None = None, allow_mass_gone: bool 
                 # again rather than trust a 304 or an identical body.
                 targets = [Target(t.url, t.fetch_url) for t in targets]
             # Extraction runs in the pool while the fetch threads are still downloading.
-            fetched = _reusing(fetcher, targets, discovery)
+            fetched = progress.track(
+                _reusing(fetcher, targets, discovery), "fetch/extract", total=len(targets), unit="pages"
+            )
             jobs = _extract_jobs(fetched, results, tuple(src.noise.disabled_rules), login)
             extracted = {e.url: e for e in parallel_map(extract_one, jobs)}
             not_found = _not_found_template(fetcher, targets, src) if extracted else None

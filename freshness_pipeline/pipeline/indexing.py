@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from .. import progress
 from ..adapters.state.store import ChangeEvent, SourceState
 from ..adapters.vectorstores.base import VectorRecord
 from ..core.models import Plan, Section
@@ -268,8 +269,7 @@ def vectors_for(
             "the next refresh re-indexes them"
         )
     batch = ctx.settings.embedder.batch_size
-    for i in range(0, len(missing), batch):
-        hashes = missing[i : i + batch]
+    for hashes in progress.batches(missing, batch, "embed", unit="sections"):
         rows = ctx.embedder.embed([wanted[h] for h in hashes])
         fresh = {h: np.asarray(rows[j], dtype=np.float32) for j, h in enumerate(hashes)}
         store.put_vectors(model, dims, fresh)

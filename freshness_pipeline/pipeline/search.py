@@ -51,6 +51,8 @@ def search(
     citation resolution rate and a weak best match is logged (query, score, URL, time). An
     unknown `source` is a ConfigError; an index with nothing in it returns no results and
     records nothing (there is no match to be weak)."""
+    if not query.strip():
+        raise ValueError("an empty query has no meaning to match; say what to search for")
     chosen = [settings.source(source)] if source else settings.sources
     embedder = make_embedder(settings.embedder)
     configured = embedder.embed([query])[0].tolist()

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -169,8 +172,20 @@ def test_local_model_puts_related_sentences_closer() -> None:
 
 
 def test_local_model_loads_lazily() -> None:
-    e = LocalEmbedder()
-    assert e._encode is None and e.embed([]).shape == (0, 384)
+    # In a fresh process: nothing loads before the first text, and the default backend
+    # (ONNX, exported beforehand) embeds without torch or sentence-transformers: what keeps
+    # `freshness search` quick to start.
+    from freshness_pipeline.adapters.embedders.local import model_path
+    from freshness_pipeline.adapters.embedders.onnx_export import exported_model
+
+    exported_model(model_path("all-MiniLM-L6-v2"), "onnx-int8")
+    probe = (
+        "import sys; from freshness_pipeline.adapters.embedders import local; e = local.LocalEmbedder(); "
+        "assert e.embed([]).shape == (0, 384) and not e.loaded; "
+        "assert e.embed(['a query']).shape == (1, 384) and e.loaded; "
+        "assert not {'torch', 'sentence_transformers'} & set(sys.modules), 'torch was imported'"
+    )
+    subprocess.run([sys.executable, "-c", probe], check=True, timeout=120)
     with pytest.raises(ValueError, match="no local copy"):
         LocalEmbedder("some-other-model")
 

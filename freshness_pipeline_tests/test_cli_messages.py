@@ -1,0 +1,178 @@
+"""What the command line says to a new user: help text on every option, an empty query
+refused, an empty index explained (before any model loads), an ALERT that names its
+figure and threshold, and a `dg dev` command that works from any folder."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from freshness_pipeline.cli import _parser, alert_lines, main
+from freshness_pipeline.config import CheckPolicy
+from freshness_pipeline.demo.run import WORKSPACE, ui_command
+from freshness_pipeline.demo.server import DocsSite
+from freshness_pipeline_tests.pipeline.driver import Freshness
+from freshness_pipeline_tests.sitegen import generate
+from freshness_pipeline_tests.test_cli import cli, write_sources
+
+
+def _subcommands() -> dict[str, argparse.ArgumentParser]:
+    (sub,) = [a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(sub.choices)
+
+
+@pytest.mark.parametrize("name", sorted(_subcommands()))
+def test_every_option_of_every_command_says_what_it_does(name: str) -> None:
+    parser = _subcommands()[name]
+    silent = [a.dest for a in parser._actions if not a.help or a.help == argparse.SUPPRESS]
+    assert not silent, f"`freshness {name}` options without help text: {silent}"
+
+
+def test_demo_does_not_offer_sources_it_ignores(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert "--sources" not in _subcommands()["demo"].format_help()
+    with pytest.raises(SystemExit):
+        main(["demo", "--sources", "x.yaml"])
+    assert "unrecognized arguments: --sources" in capsys.readouterr().err
+    assert main(["--sources", "x.yaml", "demo", "--home", str(tmp_path / "h"), "--embedder", "hashing"]) == 2
+    assert "drop --sources" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\t\n"])
+def test_an_empty_query_is_refused_and_not_recorded(
+    query: str, dagster_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sources = str(write_sources(dagster_home / "sources.yaml", "http://127.0.0.1:9/sitemap.xml"))
+    with pytest.raises(SystemExit) as exc:
+        main(["search", query, "--sources", sources])
+    assert exc.value.code == 2
+    assert "argument query: must not be empty" in capsys.readouterr().err
+    out, _ = cli("weak", "--json", "--sources", sources)
+    assert json.loads(out) == []
+
+
+def test_the_library_refuses_an_empty_query_too(dagster_home: Path) -> None:
+    from freshness_pipeline.config import load_settings
+    from freshness_pipeline.pipeline.search import search
+
+    os.environ["FRESHNESS_SOURCES"] = str(write_sources(dagster_home / "s.yaml", "http://127.0.0.1:9/sitemap.xml"))
+    with pytest.raises(ValueError, match="empty query"):
+        search(load_settings(), " ")
+
+
+def test_search_on_an_empty_index_says_how_to_fill_it(dagster_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The local model: the message must come before any model is loaded (~10 s).
+    from freshness_pipeline.adapters.embedders.local import LocalEmbedder
+
+    def no_model(self: LocalEmbedder) -> None:
+        raise AssertionError("an empty index needs no model")
+
+    monkeypatch.setattr(LocalEmbedder, "_load", no_model)
+    path = dagster_home / "sources.yaml"
+    path.write_text(
+        "sources: [{name: docs, sitemap: 'http://127.0.0.1:9/sitemap.xml'}]\nembedder: {provider: local}\n"
+    )
+    out, err = cli("search", "retry limit", "--sources", str(path), expect=1)
+    assert out == ""
+    assert "the index is empty: nothing of docs is indexed yet" in err and "`freshness run`" in err, err
+    out, err = cli("search", "retry limit", "--json", "--sources", str(path), expect=1)
+    assert json.loads(out) == [] and "`freshness run`" in err
+
+
+def test_the_alert_names_the_figure_and_the_threshold() -> None:
+    checks = CheckPolicy()
+    measured = {"score": 0.917, "stale_share": 0.25, "error_share": 0.0, "lag_p90_s": 3.0, "age_median_s": 15.0}
+    head, *why = alert_lines(measured, checks)
+    assert head == "  ALERT: score 0.917 is under checks.freshness_alert 0.95, because of:"
+    assert len(why) == 1 and why[0].startswith("    stale share 25.0%: ") and "before its commit" in why[0]
+    # Two figures: the costlier one first, each with its own threshold setting.
+    slow = {**measured, "stale_share": 0.01, "lag_p90_s": 3 * 24 * 3600.0}
+    _, first, second = alert_lines({**slow, "score": 0.84}, checks)
+    assert first == "    embedding lag p90 72.0h, over checks.lag_target_h 24h"
+    assert second.startswith("    stale share 1.0%")
+
+
+def test_status_after_a_two_run_change_explains_its_alert(dagster_home: Path) -> None:
+    docs = generate(4, sections_per_page=3, seed=11)
+    with DocsSite() as site:
+        settings = {"checks": {"spike_min_share": 1}}
+        fr = Freshness(dagster_home / "sources.yaml", site.sitemap_url, source_settings=settings)
+        site.publish(docs.markdown())
+        fr.run()
+        docs.pages["guide/page0.md"][0] = ("Topic 0-0", "An entirely new paragraph about the upload retry limit.")
+        docs.pages["guide/page1.md"][1] = ("Topic 1-1", "Another rewritten paragraph about proxy timeouts.")
+        site.publish(docs.markdown())
+        fr.run()
+        out = fr.cli("status")
+    assert "ALERT: under the threshold" not in out
+    assert "ALERT: score " in out and "is under checks.freshness_alert 0.95, because of:" in out, out
+    assert "stale share 16.7%: of the records indexed before the last run" in out, out
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_the_printed_ui_command_works_from_another_folder(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    home = tmp_path / "demo_home"
+    assert main(["demo", "--home", str(home), "--embedder", "hashing"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    cmd = printed[printed.index(f"State is in {home}. See the runs in the UI with:") + 1].strip()
+    assert cmd == ui_command(home) and f"dg dev -w {WORKSPACE}" in cmd, cmd
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    port = _free_port()
+    proc = subprocess.Popen(
+        ["bash", "-c", f"exec env {cmd} --port {port} --host 127.0.0.1"],
+        cwd=elsewhere,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        deadline, locations = time.monotonic() + 120, None
+        query = (
+            "{ workspaceOrError { ... on Workspace { locationEntries "
+            "{ name loadStatus locationOrLoadError { __typename } } } } }"
+        )
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                reply = httpx.post(f"http://127.0.0.1:{port}/graphql", json={"query": query}, timeout=5).json()
+                locations = reply["data"]["workspaceOrError"]["locationEntries"]
+                if locations and all(e["loadStatus"] == "LOADED" for e in locations):
+                    break
+            except (httpx.HTTPError, KeyError, TypeError):
+                pass
+            time.sleep(1)
+        assert proc.poll() is None, proc.stdout.read().decode()[-3000:]  # type: ignore[union-attr]
+        loaded = {"__typename": "RepositoryLocation"}
+        assert locations == [{"name": "freshness_pipeline", "loadStatus": "LOADED", "locationOrLoadError": loaded}]
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def test_the_ui_command_without_a_checkout_names_the_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import freshness_pipeline.demo.run as demo_run
+
+    monkeypatch.setattr(demo_run, "WORKSPACE", tmp_path / "absent.yaml")
+    words = shlex.split(ui_command(tmp_path / "h"))
+    assert words[-4:] == [str(Path(sys.executable).parent / "dg"), "dev", "-m", "freshness_pipeline.defs.definitions"]
