@@ -106,18 +106,20 @@ class _Chunker:
         self.budget = budget
         self.count_text = count
         self.heading_path = heading_path
-        self._memo: dict[str, int] = {}
+        self._memo: dict[str, tuple[str, int]] = {}  # markdown -> (retrieval text, tokens)
         self.base = self.count("")  # the heading path (and a model's special tokens)
         if self.base > budget - 4:  # a heading path alone must leave room for words
             raise ValueError(f"heading {' > '.join(heading_path)!r} alone is over the {budget}-token budget")
 
-    def embed_text(self, markdown: str) -> str:
-        return retrieval_text(self.heading_path, markdown)
+    def measure(self, markdown: str) -> tuple[str, int]:
+        """(retrieval text, its tokens) of a chunk's markdown, each computed once."""
+        if markdown not in self._memo:
+            text = retrieval_text(self.heading_path, markdown)
+            self._memo[markdown] = text, self.count_text(text)
+        return self._memo[markdown]
 
     def count(self, markdown: str) -> int:
-        if markdown not in self._memo:
-            self._memo[markdown] = self.count_text(self.embed_text(markdown))
-        return self._memo[markdown]
+        return self.measure(markdown)[1]
 
     def fits(self, markdown: str) -> bool:
         return self.count(markdown) <= self.budget
@@ -220,7 +222,7 @@ def segment(
         key = section_key(url, path)
         chunker = _Chunker(budget, count, path)
         for index, text in enumerate(chunker.chunks(blocks)):
-            embed_text = chunker.embed_text(text)
+            embed_text, tokens = chunker.measure(text)
             out.append(
                 Section(
                     key=key,
@@ -232,7 +234,7 @@ def segment(
                     embed_text=embed_text,
                     content_hash=content_hash(embed_text),
                     simhash=simhash(embed_text),
-                    tokens=count(embed_text),
+                    tokens=tokens,
                     page_date=page_date,
                     title=title,
                 )

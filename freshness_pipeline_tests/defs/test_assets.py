@@ -26,7 +26,7 @@ from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.defs.harness import SOURCE
 from freshness_pipeline_tests.sitegen import generate
 
-COUNTS = ("crawled", "new", "changed", "unchanged", "gone", "errors", "embedded", "deleted", "reused")
+COUNTS = ("crawled", "new", "changed", "unchanged", "gone", "errors", "embedded", "payload_updated", "deleted", "reused")
 
 
 def test_materialize_records_what_the_ui_plots(sources: Path, site: DocsSite, instance: dg.DagsterInstance) -> None:
@@ -43,7 +43,7 @@ def test_materialize_records_what_the_ui_plots(sources: Path, site: DocsSite, in
     fetched = meta["fetched_pages"]
     assert (fetched["crawled"].value, fetched["pages_warm"].value, fetched["pages_hot"].value) == (5, 5, 0)
     assert meta["section_manifest"]["sections"].value == 10
-    assert meta["diff_plan"]["sections_new"].value == 10
+    assert (meta["diff_plan"]["sections_new"].value, meta["diff_plan"]["sections_payload_updated"].value) == (10, 0)
     index = meta["vector_index"]
     for key in (*COUNTS, "stale_share", "run_start_to_searchable_s", "seconds"):
         assert isinstance(index[key], (dg.IntMetadataValue, dg.FloatMetadataValue)), key

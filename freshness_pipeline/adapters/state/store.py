@@ -25,8 +25,8 @@ from ..damage import DamagedState
 from . import schema
 from .engine import make_engine, readable_at_head, unwritable
 from .migrate import upgrade
+from .section_rows import section_from_row, section_row
 
-_MASK64 = (1 << 64) - 1
 _CHUNK = 500  # rows per statement where a list goes into an IN (...)
 
 
@@ -86,52 +86,6 @@ class ChangeEvent:
 
 
 _PAGE_FIELDS = tuple(PageRow.__dataclass_fields__)
-
-
-def _signed(v: int | None) -> int | None:
-    return None if v is None else (v - (1 << 64) if v >= 1 << 63 else v)
-
-
-def _unsigned(v: int | None) -> int | None:
-    return None if v is None else v & _MASK64
-
-
-def _section_row(source: str, s: Section, now: float, changed_at: float) -> dict[str, Any]:
-    return {
-        "source": source,
-        "id": s.id,
-        "key": s.key,
-        "chunk_index": s.chunk_index,
-        "url": s.url,
-        "heading_path": list(s.heading_path),
-        "ordinal": s.ordinal,
-        "text": s.text,
-        "embed_text": s.embed_text,
-        "content_hash": s.content_hash,
-        "simhash": _signed(s.simhash),
-        "tokens": s.tokens,
-        "as_of": s.as_of,
-        "title": s.title,
-        "indexed_at": now,
-        "changed_at": changed_at,
-    }
-
-
-def _section(row: Any) -> Section:
-    return Section(
-        key=row.key,
-        chunk_index=row.chunk_index,
-        url=row.url,
-        heading_path=tuple(row.heading_path),
-        ordinal=row.ordinal,
-        text=row.text,
-        embed_text=row.embed_text,
-        content_hash=row.content_hash,
-        simhash=_unsigned(row.simhash),
-        tokens=row.tokens,
-        title=row.title,
-        as_of=row.as_of,
-    )
 
 
 def _chunks(items: Collection[str]) -> Iterator[list[str]]:
@@ -266,11 +220,11 @@ class StateStore:
         with self.engine.connect() as conn:
             if urls is None:
                 q = select(t).where(t.c.source == source).order_by(t.c.url, t.c.ordinal)
-                return [_section(r) for r in conn.execute(q)]
+                return [section_from_row(r) for r in conn.execute(q)]
             out: list[Section] = []
             for part in _chunks(urls):
                 q = select(t).where(t.c.source == source, t.c.url.in_(part))
-                out.extend(_section(r) for r in conn.execute(q))
+                out.extend(section_from_row(r) for r in conn.execute(q))
             return out
 
     def sections_by_id(self, source: str, ids: Collection[str]) -> list[Section]:
@@ -278,7 +232,9 @@ class StateStore:
         out: list[Section] = []
         with self.engine.connect() as conn:
             for part in _chunks(ids):
-                out.extend(_section(r) for r in conn.execute(select(t).where(t.c.source == source, t.c.id.in_(part))))
+                out.extend(
+                    section_from_row(r) for r in conn.execute(select(t).where(t.c.source == source, t.c.id.in_(part)))
+                )
         return out
 
     def manifest_hashes(self, source: str) -> dict[str, str]:
@@ -299,7 +255,7 @@ class StateStore:
         if source:
             q = q.where(t.c.source == source)
         with self.engine.connect() as conn:
-            return [_section(r) for r in conn.execute(q)]
+            return [section_from_row(r) for r in conn.execute(q)]
 
     def resolve_key(self, source: str | None, key: str) -> tuple[str, list[str]]:
         """Follow key redirects to the current key; returns (key, the hops taken)."""
@@ -397,8 +353,8 @@ class StateStore:
             else:
                 for part in _chunks([*plan.deletes, *(s.id for s in plan.changed)]):
                     conn.execute(delete(t).where(t.c.source == source, t.c.id.in_(part)))
-            rows = [_section_row(source, s, now, now) for s in [*plan.new, *plan.changed]]
-            rows += [_section_row(source, m.new, now, now) for m in plan.moved]
+            rows = [section_row(source, s, now, now) for s in [*plan.new, *plan.changed]]
+            rows += [section_row(source, m.new, now, now) for m in plan.moved]
             for i in range(0, len(rows), _CHUNK):
                 conn.execute(t.insert(), rows[i : i + _CHUNK])
             if plan.payload and not replace_all:
