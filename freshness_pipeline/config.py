@@ -87,8 +87,8 @@ class FetchPolicy(_Strict):
     # Wall-clock limit of one page (all its attempts, redirects and reads): a server that
     # trickles a byte at a time costs this much at most. The run stops starting new
     # requests after `run_budget_s`; the pages left are skipped (kept), not waited for.
-    page_deadline_s: float = Field(60.0, gt=0, le=3600)
-    run_budget_s: float = Field(3600.0, gt=0, le=7 * 86_400)
+    page_deadline_s: Annotated[float, Field(strict=True, gt=0, le=3600)] = 60.0
+    run_budget_s: Annotated[float, Field(strict=True, gt=0, le=7 * 86_400)] = 3600.0
     # Hosts this source may fetch (robots.txt, sitemaps, pages, redirect targets); default:
     # the hosts of `sitemap` and `start_urls`. `www.` is ignored.
     allowed_hosts: list[str] | None = None
@@ -97,7 +97,7 @@ class FetchPolicy(_Strict):
     allow_private_addresses: bool = False
     # More than this share of one run's fetched pages redirecting to one URL is an outage
     # (a maintenance page): they are held as errors, even with the spike override.
-    max_redirect_share: float = Field(0.5, ge=0, le=1)
+    max_redirect_share: Share = 0.5
 
 
 class DiscoveryPolicy(_Strict):
@@ -109,8 +109,8 @@ class DiscoveryPolicy(_Strict):
     exclude: list[Regex] = Field(default_factory=list)
     max_pages: Count = 10_000
     max_depth: NonNegInt = 10
-    max_sitemaps: int = Field(500, ge=1, le=100_000)  # sitemap files read per run, indexes included
-    max_sitemap_depth: int = Field(4, ge=0, le=10)  # index levels followed below the first sitemap
+    max_sitemaps: Annotated[int, Field(strict=True, ge=1, le=100_000)] = 500  # sitemap files read per run, indexes included
+    max_sitemap_depth: Annotated[int, Field(strict=True, ge=0, le=10)] = 4  # index levels followed below the first sitemap
 
 
 class NoisePolicy(_Strict):

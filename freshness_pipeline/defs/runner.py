@@ -30,6 +30,7 @@ from typing import IO, Any
 import dagster as dg
 import yaml
 
+from .. import progress
 from .assets import TIER_TAG
 from .coordinator import daemon_running
 from .executors import executor_name
@@ -110,7 +111,9 @@ def _wait(instance: dg.DagsterInstance, run_id: str, proc: subprocess.Popen, log
     """Until the run ends. The launcher may exit early (queued) or late (its code server
     lingers until the run it started ends); a launcher that fails before the run exists fails;
     a run whose worker died is failed (`liveness.py`), which ends the wait."""
+    cursor = None
     for polls in itertools.count():
+        cursor = _relay_progress(instance, run_id, cursor)
         run = instance.get_run_by_id(run_id)
         if run is not None and run.is_finished:
             return
@@ -126,6 +129,19 @@ def _wait(instance: dg.DagsterInstance, run_id: str, proc: subprocess.Popen, log
             tail = log.read()[-3000:].strip() or f"exit code {proc.returncode}"
             raise LaunchError(f"dagster job launch did not create run {run_id}: {tail}")
         time.sleep(POLL_S)
+
+
+def _relay_progress(instance: dg.DagsterInstance, run_id: str, cursor: str | None) -> str | None:
+    """The stage lines (discovery, fetch/extract, embed) the run logged since `cursor`,
+    shown here: the run worker has no terminal of its own."""
+    if instance.get_run_by_id(run_id) is None:
+        return cursor
+    page = instance.get_records_for_run(run_id, cursor=cursor)
+    for record in page.records:
+        entry = record.event_log_entry
+        if entry.dagster_event is None:
+            progress.relay(entry.user_message)
+    return page.cursor or cursor
 
 
 def _stop(proc: subprocess.Popen) -> None:

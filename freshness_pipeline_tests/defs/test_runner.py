@@ -39,12 +39,19 @@ def launched(sources: Path, site: DocsSite, dagster_home: Path, monkeypatch: pyt
     return dagster_home
 
 
-def test_without_a_daemon_the_run_is_launched_at_once_as_a_run_of_the_location(launched: Path) -> None:
+def test_without_a_daemon_the_run_is_launched_at_once_as_a_run_of_the_location(
+    launched: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     started = time.monotonic()
     outcome = run_refresh(SOURCE)
     seconds = time.monotonic() - started
     assert outcome["status"] == "success", outcome
     assert (outcome["crawled"], outcome["new"], outcome["embedded"]) == (4, 4, 8)
+    # The run worker has no terminal: the waiting CLI shows each stage's line from the event log.
+    shown = [line.split(" in ")[0] for line in capsys.readouterr().err.splitlines()]
+    assert ["discovery: 4 URLs", "fetch/extract: 4 pages", "embed: 8 sections"] == [
+        line for line in shown if line.split(":")[0] in ("discovery", "fetch/extract", "embed")
+    ]
     with dg.DagsterInstance.get() as instance:
         run = instance.get_run_by_id(outcome["run_id"])
         assert run.remote_job_origin is not None and run.remote_job_origin.location_name == "freshness_pipeline"
