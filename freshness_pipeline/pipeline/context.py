@@ -10,7 +10,8 @@ from pathlib import Path
 from ..adapters.embedders import make_embedder
 from ..adapters.embedders.base import Embedder
 from ..adapters.embedders.tokenizer import TokenizerSpec, tokenizer_for
-from ..adapters.state.store import SourceState, StateStore
+from ..adapters.state.store import StateStore
+from ..core.state import SourceState
 from ..adapters.vectorstores import make_vector_store
 from ..adapters.vectorstores.base import VectorStore
 from ..config import NoisePolicy, Settings, Source, dagster_home, state_url

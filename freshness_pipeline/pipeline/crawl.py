@@ -18,7 +18,7 @@ from urllib.parse import urljoin
 
 from .. import progress
 from ..adapters.fetch import Discovery, DiscoveryError, Fetcher, Target
-from ..adapters.state.store import PageRow, SourceState
+from ..core.state import PageRow, SourceState
 from ..config import Source
 from ..core.models import FetchResult, Outcome
 from ..core.noise import learn_template_blocks

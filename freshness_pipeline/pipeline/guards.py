@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import replace
 
-from ..adapters.state.store import PageRow
+from ..core.state import PageRow
 from ..config import FetchPolicy
 from ..core.models import FetchResult, Outcome
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .. import progress
-from ..adapters.state.store import ChangeEvent, SourceState
+from ..core.state import ChangeEvent, SourceState
 from ..adapters.vectorstores.base import VectorRecord
 from ..core.models import Plan, Section
 from ..core.spike import OVERRIDE_COUNT

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..adapters.damage import REPAIR_INDEX, DamagedState
-from ..adapters.state.store import SourceState
+from ..core.state import SourceState
 from .context import SourceContext, namespace
 from .indexing import restore_from_manifest
 

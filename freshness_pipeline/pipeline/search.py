@@ -9,7 +9,8 @@ from typing import Any
 from ..adapters.damage import REPAIR_INDEX, DamagedState
 from ..adapters.embedders import make_embedder
 from ..adapters.state.metrics_store import MetricsStore
-from ..adapters.state.store import SourceState, StateStore
+from ..adapters.state.store import StateStore
+from ..core.state import SourceState
 from ..adapters.vectorstores.base import Hit
 from ..config import Settings, state_url
 from ..core import embedding_models

@@ -9,7 +9,8 @@ import time
 import numpy as np
 import pytest
 
-from freshness_pipeline.adapters.state.store import ChangeEvent, PageRow, SourceBusy, SourceState, StateStore
+from freshness_pipeline.adapters.state.store import SourceBusy, StateStore
+from freshness_pipeline.core.state import ChangeEvent, PageRow, SourceState
 from freshness_pipeline.core.fingerprint import content_hash
 from freshness_pipeline.core.models import Move, Plan, Section
 

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from freshness_pipeline.adapters.state.store import PageRow, StateStore
+from freshness_pipeline.adapters.state.store import StateStore
+from freshness_pipeline.core.state import PageRow
 from freshness_pipeline.cli import main
 from freshness_pipeline.config import load_settings, state_url
 from freshness_pipeline.demo.render import render

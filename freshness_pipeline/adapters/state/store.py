@@ -11,7 +11,7 @@ import hashlib
 import time
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 
 from ...core.models import Plan, Section
+from ...core.state import ChangeEvent, PageRow, SourceState
 from ..damage import DamagedState
 from . import schema
 from .engine import make_engine, readable_at_head, unwritable
@@ -32,57 +33,6 @@ _CHUNK = 500  # rows per statement where a list goes into an IN (...)
 
 class SourceBusy(RuntimeError):
     """Another run holds the source's lock."""
-
-
-@dataclass(slots=True)
-class SourceState:
-    source: str
-    normalizer_version: str
-    chunker_version: str
-    embed_model: str
-    embed_dims: int
-    active_version: int = 1
-    generation: int = 0
-    template_blocks: list[str] = field(default_factory=list)
-    retired_namespaces: list[str] = field(default_factory=list)
-    updated_at: float = 0.0
-
-
-@dataclass(slots=True)
-class PageRow:
-    source: str
-    url: str
-    fetch_url: str
-    state: str = "live"  # live | gone | moved
-    moved_to: str | None = None
-    outcome: str | None = None
-    status_code: int | None = None
-    reason: str | None = None
-    etag: str | None = None
-    last_modified: str | None = None
-    body_sha256: str | None = None
-    markdown: str | None = None
-    text_hash: str | None = None
-    title: str | None = None
-    page_date: str | None = None
-    indexed_signature: str | None = None
-    tier: str = "warm"
-    flag: str | None = None
-    miss_count: int = 0
-    error_count: int = 0
-    lastmod: str | None = None
-    first_seen: float = 0.0
-    last_fetched: float | None = None
-    last_changed: float | None = None
-    change_times: list[float] = field(default_factory=list)
-
-
-@dataclass(frozen=True, slots=True)
-class ChangeEvent:
-    url: str
-    kind: str  # new | changed | gone
-    content_hash: str | None
-    section_keys: tuple[str, ...]
 
 
 _PAGE_FIELDS = tuple(PageRow.__dataclass_fields__)
