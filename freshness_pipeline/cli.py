@@ -232,8 +232,10 @@ def _dump(args: argparse.Namespace, settings: Settings) -> int:
 
 def _search(args: argparse.Namespace, settings: Settings) -> int:
     """Exit 1, before any model is loaded, when nothing is indexed yet."""
+    from .pipeline.search import indexed_sources
+
     names = _names(settings, args.source)
-    if not _indexed(settings, names):
+    if not indexed_sources(settings, names):
         if args.json:
             print("[]")
         where = f" (sources file {os.environ['FRESHNESS_SOURCES']})" if os.environ.get("FRESHNESS_SOURCES") else ""
@@ -264,18 +266,6 @@ def _search(args: argparse.Namespace, settings: Settings) -> int:
         + (f" (weak match: under {threshold:.2f}; recorded, see `freshness weak`)" if weak else "")
     )
     return 0
-
-
-def _indexed(settings: Settings, names: list[str]) -> list[str]:
-    """The sources that have committed an index (read from the state store only)."""
-    from .adapters.state.store import StateStore
-    from .config import state_url
-
-    store = StateStore(state_url(settings))
-    try:
-        return [n for n in names if (s := store.source_state(n)) is not None and s.generation > 0]
-    finally:
-        store.close()
 
 
 def _status(args: argparse.Namespace, settings: Settings) -> int:

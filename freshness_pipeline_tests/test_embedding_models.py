@@ -15,7 +15,7 @@ from freshness_pipeline.adapters.embedders import make_embedder
 from freshness_pipeline.adapters.state.store import StateStore
 from freshness_pipeline.cli import main
 from freshness_pipeline.config import load_settings
-from freshness_pipeline.core.embedding_models import MODELS
+from freshness_pipeline.core.embedding_models import DEFAULT_BACKEND, MODELS
 from freshness_pipeline.defs.assets import model_code_version
 from freshness_pipeline.defs.definitions import defs  # noqa: F401 - loaded before the key is set:
 #   `defs` binds the key as an EnvVar when it is set at import, for every later test
@@ -54,12 +54,13 @@ def test_versions_code_version_and_embedder_agree(
     monkeypatch.setenv("FRESHNESS_SOURCES", str(path))
     settings = load_settings()
     v = versions_for(settings, settings.sources[0])
-    name = model or f"hashing-v1-{dims}"
+    # A local model's id carries its backend (the default, ONNX int8): a backend change re-indexes.
+    name = f"{model}+{DEFAULT_BACKEND}" if provider == "local" else model or f"hashing-v1-{dims}"
     assert (v.model, v.dims) == (name, dims)
     assert model_code_version() == f"{name}/{dims}"
     built = make_embedder(settings.embedder)  # the local model is not loaded by this
     assert (built.model, built.dimensions) == (name, dims)
-    assert weak_threshold(settings) == (0.25 if name == "all-MiniLM-L6-v2" else None)
+    assert weak_threshold(settings) == (0.25 if model == "all-MiniLM-L6-v2" else None)
 
 
 @pytest.mark.parametrize("model", [m for p, m, _ in KNOWN if p == "openai"])

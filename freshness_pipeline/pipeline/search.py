@@ -10,10 +10,10 @@ from ..adapters.damage import REPAIR_INDEX, DamagedState
 from ..adapters.embedders import make_embedder
 from ..adapters.state.metrics_store import MetricsStore
 from ..adapters.state.store import StateStore
-from ..core.state import SourceState
 from ..adapters.vectorstores.base import Hit
 from ..config import Settings, state_url
 from ..core import embedding_models
+from ..core.state import SourceState
 from .context import SourceContext, namespace, versions_for
 
 log = logging.getLogger(__name__)
@@ -43,6 +43,16 @@ def weak_threshold(settings: Settings) -> float | None:
     file's `weak_thresholds`, else the model's (`core/embedding_models.py`)."""
     model = versions_for(settings, settings.sources[0]).model if settings.sources else ""
     return settings.weak_thresholds.get(model, embedding_models.weak_threshold(model))
+
+
+def indexed_sources(settings: Settings, names: list[str]) -> list[str]:
+    """The sources that have committed an index, read without loading any model and
+    without write access."""
+    store = StateStore(state_url(settings), read_only=True)
+    try:
+        return [n for n in names if (s := store.source_state(n)) is not None and s.generation > 0]
+    finally:
+        store.close()
 
 
 def search(

@@ -240,11 +240,18 @@ def test_onnx_backends_agree_with_torch(tmp_path: Path, monkeypatch: pytest.Monk
     assert np.linalg.norm(int8_vecs, axis=1) == pytest.approx(np.ones(len(SENTENCES)), abs=1e-5)
     cat, kitten, taxes, _ = int8_vecs
     assert cat @ kitten > cat @ taxes + 0.3
-    # Exported once into the cache, then reused: a second embedder does not export again.
+    # Exported once into the cache folder, then reused: asking again does not export again.
+    # (The embedders above may have loaded sessions an earlier test exported elsewhere: each
+    # backend loads once per process.)
+    from freshness_pipeline.adapters.embedders.local import model_path
+    from freshness_pipeline.adapters.embedders.onnx_export import exported_model
+
+    path = model_path("all-MiniLM-L6-v2")
+    int8_file = exported_model(path, "onnx-int8")
     files = sorted(tmp_path.rglob("*.onnx"))
-    assert [f.name for f in files] == ["model.int8-per-channel.onnx", "model.onnx"]
+    assert [f.name for f in files] == ["model.int8-per-channel.onnx", "model.onnx"] and int8_file in files
     stamps = [f.stat().st_mtime_ns for f in files]
-    LocalEmbedder(backend="onnx-int8").embed(SENTENCES[:1])
+    assert exported_model(path, "onnx-int8") == int8_file and exported_model(path, "onnx") in files
     assert [f.stat().st_mtime_ns for f in files] == stamps
     assert not [f for f in tmp_path.rglob("*") if f.name.endswith(".tmp")]
 

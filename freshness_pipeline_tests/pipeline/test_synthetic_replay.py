@@ -27,10 +27,10 @@ _LINK = re.compile(r"\[([^\]]*)\]\(([^)\s]*)[^)]*\)")
 
 
 def identity(doc: Doc, part: Part) -> tuple[str, ...]:
-    """What the embedder is paid for today (docs/change-detection.md): the section's
-    words with their link targets, under the page's month. Issue 10 takes link targets
-    and dates out of it; then a link-only edit must embed nothing and this drops them."""
-    return doc.date[:7], part.meaning(), part.link[1] if part.link else ""
+    """What the embedder is paid for (docs/change-detection.md): the heading path and the
+    section's words. Link targets and dates are payload: a link-only or date-only edit
+    embeds nothing, a renamed heading is embedded once."""
+    return doc.title, part.heading, part.meaning()
 
 
 def expected(base_url: str, rev: Revision) -> dict[Key, tuple[Part, tuple[str, ...]]]:
