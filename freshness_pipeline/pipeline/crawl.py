@@ -381,7 +381,7 @@ def _learn_templates(ctx: SourceContext, live: list[str], *, changed: bool) -> N
     if state is not None and not changed:
         return
     kept = state.template_blocks if state else ()
-    texts = store.page_markdown(src.name, live).values()
+    texts = (markdown for _, markdown in store.iter_markdown(src.name, live))  # not all at once
     learned = sorted(learn_template_blocks(texts, share=src.noise.repeated_block_share, keep=kept))
     if state is None:
         v = ctx.versions
