@@ -1,4 +1,5 @@
-"""The 10,000-page benchmark: `python -m bench.run [--pages 10000] [--home DIR] [--profile]`.
+"""The 10,000-page benchmark: `python -m bench.run [--pages 10000] [--home DIR] [--profile]
+[--scenarios first,quiet_etag] [--port N]`.
 
 Four refreshes of one generated docs site through the real pipeline (`run_refresh`:
 Dagster, SQLite, LanceDB, the hashing embedder), each in a fresh client process so its
@@ -44,15 +45,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pages", type=int, default=10_000)
     p.add_argument("--home", help="state folder (default: a new temporary one)")
     p.add_argument("--profile", action="store_true", help="write a cProfile per scenario into the home")
+    p.add_argument(
+        "--scenarios",
+        default=",".join(SCENARIOS),
+        help="comma-separated, in this order (default: all); later ones need the state `first` left in --home",
+    )
+    p.add_argument("--port", type=int, help="the site's port (default: a free one); keep it to reuse a --home")
     p.add_argument("--client", help=argparse.SUPPRESS)  # internal: run one scenario in this process
-    p.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.client:
         print(json.dumps(_client(args.client, Path(args.home), args.port, args.profile)))
         return 0
+    chosen = [n.strip() for n in args.scenarios.split(",") if n.strip()]
+    if unknown := [n for n in chosen if n not in SCENARIOS]:
+        p.error(f"unknown scenario(s) {', '.join(unknown)}; known: {', '.join(SCENARIOS)}")
     home = Path(args.home or tempfile.mkdtemp(prefix="freshness-bench-"))
     home.mkdir(parents=True, exist_ok=True)
-    port = _free_port()
+    port = args.port or _free_port()
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     (home / "sources.yaml").write_text(
         json.dumps(
@@ -63,9 +72,10 @@ def main(argv: list[str] | None = None) -> int:
         )
     )
     print(f"{args.pages} pages, home {home}, {os.cpu_count()} cores")
-    print(f"{'scenario':<12} {'wall s':>8} {'pages/s':>8} {'cpu':>5} {'peak MiB':>9} {'embedded':>9}  notes")
+    print(f"{'scenario':<12} {'wall s':>8} {'pages/s':>8} {'cpu':>5} {'peak MiB':>9} {'embedded':>9} {'load':>5}  notes", flush=True)
     failed = False
-    for name, spec in SCENARIOS.items():
+    for name in chosen:
+        spec = SCENARIOS[name]
         spec = SiteSpec(args.pages, spec.version, spec.etags, spec.noise)
         r = _scenario(name, spec, home, port, args.profile)
         notes = f"crawled {r['crawled']}, changed {r['changed']}, status {r['status']}"
@@ -78,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         failed |= r["status"] != "success"
         print(
             f"{name:<12} {r['wall_s']:>8.1f} {args.pages / r['wall_s']:>8.0f} {r['cpu_s'] / r['wall_s']:>5.2f} "
-            f"{r['peak_rss_mib']:>9.0f} {r['embedded']:>9}  {notes}"
+            f"{r['peak_rss_mib']:>9.0f} {r['embedded']:>9} {os.getloadavg()[0]:>5.1f}  {notes}",
+            flush=True,
         )
     return 1 if failed else 0
 

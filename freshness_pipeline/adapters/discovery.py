@@ -29,6 +29,10 @@ __all__ = ["Discovery", "DiscoveryError", "discover"]
 
 MAX_SITEMAP_BYTES = 50 * 1024 * 1024  # the sitemap protocol's limit, uncompressed
 _XML_PARSER = etree.XMLParser(resolve_entities=False, no_network=True)
+# Compiled once: `element.xpath(text)` compiles its expression on every call (per <url>).
+_URLS = etree.XPath("./*[local-name()='url']")
+_LOC = etree.XPath("string(./*[local-name()='loc'])")
+_LASTMOD = etree.XPath("string(./*[local-name()='lastmod'])")
 
 
 class DiscoveryError(RuntimeError):
@@ -121,10 +125,10 @@ class _SitemapReader:
             for loc in root.xpath("./*[local-name()='sitemap']/*[local-name()='loc']/text()"):
                 self.read(urljoin(url, loc.strip()), depth + 1)
         elif kind == "urlset":
-            for entry in root.xpath("./*[local-name()='url']"):
-                loc = entry.xpath("string(./*[local-name()='loc'])").strip()
+            for entry in _URLS(root):
+                loc = str(_LOC(entry)).strip()
                 if loc:
-                    self._add(urljoin(url, loc), entry.xpath("string(./*[local-name()='lastmod'])").strip() or None)
+                    self._add(urljoin(url, loc), str(_LASTMOD(entry)).strip() or None)
         else:
             raise DiscoveryError(f"sitemap {url}: root <{kind}> is neither <urlset> nor <sitemapindex>")
 

@@ -115,6 +115,7 @@ class Fetcher(AbstractContextManager["Fetcher"]):
         self._lock = threading.Lock()
         self._robots: dict[str, Robots] = {}
         self._gates: dict[str, _HostGate] = {}
+        self._normalized: dict[str, str] = {}  # discovery and the crawl normalize each URL once
 
     def __exit__(self, *exc: object) -> None:
         self.close()
@@ -123,8 +124,10 @@ class Fetcher(AbstractContextManager["Fetcher"]):
         self._client.close()
 
     def normalize(self, url: str) -> str:
-        p = self._policy
-        return normalize_url(url, keep_params=p.keep_query_params, drop_query=p.drop_query)
+        if (done := self._normalized.get(url)) is None:
+            p = self._policy
+            done = self._normalized[url] = normalize_url(url, keep_params=p.keep_query_params, drop_query=p.drop_query)
+        return done
 
     def discover(self, known: Mapping[str, Target] | None = None) -> Discovery:
         """See `discovery.discover`."""

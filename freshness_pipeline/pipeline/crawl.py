@@ -24,7 +24,6 @@ from ..core.models import FetchResult, Outcome
 from ..core.noise import learn_template_blocks
 from ..core.status import SHORT_TEXT_CHARS, NotFoundTemplate, has_login_form, looks_soft_404
 from ..core.tiers import tier_for
-from ..core.urls import normalize_url
 from .context import SourceContext
 from .guards import hold_mass_gone, hold_mass_redirects
 from .workers import Extracted, ExtractJob, extract_one, parallel_map
@@ -81,7 +80,7 @@ def crawl(ctx: SourceContext, *, tier: str | None = None, allow_mass_gone: bool 
                 count=lambda d: len(d.urls),
             )
             report.warnings = discovery.warnings
-            targets, found = _targets(ctx, known, discovery.urls, discovery.lastmod, tier)
+            targets, found = _targets(ctx, fetcher, known, discovery.urls, discovery.lastmod, tier)
             if rules_changed:
                 # Stored texts were normalized by other rules: fetch and extract every page
                 # again rather than trust a 304 or an identical body.
@@ -175,17 +174,17 @@ def _extract_jobs(
 
 def _targets(
     ctx: SourceContext,
+    fetcher: Fetcher,
     known: dict[str, PageRow],
     raw_urls: list[str],
     lastmod: dict[str, str],
     tier: str | None,
 ) -> tuple[list[Target], _Found]:
     """What to fetch this run, and what discovery found."""
-    fp = ctx.source.fetch
     targets: dict[str, Target] = {}
     listed: set[str] = set()
     for raw in raw_urls:
-        url = normalize_url(raw, keep_params=fp.keep_query_params, drop_query=fp.drop_query)
+        url = fetcher.normalize(raw)  # discovery normalized it already: remembered
         listed.add(url)
         prev = known.get(url)
         if prev and prev.state == "moved" and prev.moved_to:
@@ -390,7 +389,7 @@ def _learn_templates(ctx: SourceContext, live: list[str], *, changed: bool) -> N
     if state is not None and not changed:
         return
     kept = state.template_blocks if state else ()
-    texts = store.page_markdown(src.name, live).values()
+    texts = (markdown for _, markdown in store.iter_markdown(src.name, live))  # not all at once
     learned = sorted(learn_template_blocks(texts, share=src.noise.repeated_block_share, keep=kept))
     if state is None:
         v = ctx.versions

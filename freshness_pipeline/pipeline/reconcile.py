@@ -8,13 +8,21 @@ Runs as the `reconcile_clean` asset check after every index write and as
 `freshness reconcile`. It holds the source's lock (waiting for a running refresh), so it
 never mistakes a refresh's writes in flight for drift. `freshness status` uses `compare`,
 without the lock (reads need no write access).
+
+A clean comparison is remembered (`<DAGSTER_HOME>/reconciled/<source>.json`): the manifest's
+digest and the store's `snapshot` of the namespace. While both are unchanged the result is
+too, so a quiet run that wrote nothing neither opens nor reads the vector store.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..adapters.damage import REPAIR_INDEX, DamagedState
+from ..config import dagster_home
 from ..core.state import SourceState
 from .context import SourceContext, namespace
 from .indexing import restore_from_manifest
@@ -70,6 +78,10 @@ def compare(ctx: SourceContext, state: SourceState | None, *, committed: bool = 
     report.namespace = namespace(ctx.name, state.active_version)
     manifest = ctx.store.manifest_hashes(ctx.name)
     report.records = len(manifest)
+    key = f"{report.namespace}{' committed' if committed else ''}"
+    seen = {"manifest": _digest(manifest), "store": ctx.vectors.snapshot(report.namespace)}
+    if seen["store"] is not None and _remembered(ctx.name).get(key) == seen:
+        return report  # both sides as they were at the last clean comparison
     try:
         held = ctx.vectors.list_hashes(report.namespace, committed=committed)
     except DamagedState as exc:
@@ -78,7 +90,39 @@ def compare(ctx: SourceContext, state: SourceState | None, *, committed: bool = 
     report.orphans = sorted(held.keys() - manifest.keys())
     report.missing = sorted(manifest.keys() - held.keys())
     report.mismatched = sorted(i for i in manifest.keys() & held.keys() if held[i] != manifest[i])
+    if report.clean and seen["store"] is not None:
+        _remember(ctx.name, key, seen)
     return report
+
+
+def _digest(manifest: dict[str, str]) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    for record_id in sorted(manifest):
+        digest.update(f"{record_id}\0{manifest[record_id]}\n".encode())
+    return digest.hexdigest()
+
+
+def _memo_file(source: str) -> Path:
+    return dagster_home() / "reconciled" / f"{hashlib.blake2b(source.encode(), digest_size=8).hexdigest()}.json"
+
+
+def _remembered(source: str) -> dict[str, dict[str, str | None]]:
+    try:
+        return json.loads(_memo_file(source).read_text())
+    except (OSError, ValueError):
+        return {}  # none yet, or unreadable: compare in full
+
+
+def _remember(source: str, key: str, seen: dict[str, str | None]) -> None:
+    """Best effort: a read-only home just compares in full every time."""
+    path = _memo_file(source)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({**_remembered(source), key: seen}))
+        tmp.replace(path)
+    except OSError:
+        pass
 
 
 def reconcile(ctx: SourceContext, *, fix: bool = False) -> ReconcileReport:

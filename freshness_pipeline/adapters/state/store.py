@@ -138,14 +138,16 @@ class StateStore:
             return {r.url: r for r in (PageRow(**dict(zip(names, t))) for t in rows)}
 
     def page_markdown(self, source: str, urls: Collection[str]) -> dict[str, str]:
-        out: dict[str, str] = {}
+        return dict(self.iter_markdown(source, urls))
+
+    def iter_markdown(self, source: str, urls: Collection[str]) -> Iterator[tuple[str, str]]:
+        """(url, markdown) read by chunks of URLs, for a pass over every page's text."""
         with self.engine.connect() as conn:
             for part in _chunks(urls):
                 q = select(schema.pages.c.url, schema.pages.c.markdown).where(
                     schema.pages.c.source == source, schema.pages.c.url.in_(part)
                 )
-                out.update({r.url: r.markdown or "" for r in conn.execute(q)})
-        return out
+                yield from ((r.url, r.markdown or "") for r in conn.execute(q))
 
     def save_pages(self, rows: Iterable[PageRow]) -> None:
         """Upsert page rows. A row whose `markdown` is None (loaded without it) keeps the

@@ -46,6 +46,10 @@ class VectorStore(Protocol):
     def query(self, namespace: str, vector: Sequence[float], k: int, *, committed: bool = False) -> list[Hit]:
         """Top-k records by cosine similarity; `committed` as for `records`."""
 
+    def snapshot(self, namespace: str) -> str | None:
+        """A cheap fingerprint of what the namespace holds, equal only while nothing was
+        written to it; None when the store cannot tell (a remote one)."""
+
     def mark_committed(self, namespace: str) -> None:
         """What the namespace holds now becomes what `committed` readers see. Idempotent."""
 

@@ -21,16 +21,18 @@ import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, cast
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, cast
 
-import lancedb
 import numpy as np
 import pyarrow as pa
-from lancedb.db import LanceDBConnection
-from lancedb.table import LanceTable
 
 from freshness_pipeline.adapters.damage import REPAIR_INDEX, DamagedState
 from freshness_pipeline.adapters.vectorstores.base import Hit, VectorRecord
+
+if TYPE_CHECKING:
+    from lancedb.db import LanceDBConnection
+    from lancedb.table import LanceTable
 
 _COLUMNS: dict[str, pa.DataType] = {
     "url": pa.string(),
@@ -89,7 +91,25 @@ class LanceDBStore:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
-        self._db = cast(LanceDBConnection, lancedb.connect(str(self.path)))
+
+    @cached_property
+    def _db(self) -> LanceDBConnection:
+        # Imported on first use (3-10 s): a quiet run whose reconcile finds the table as it
+        # was at its last clean comparison (`snapshot`) never opens it.
+        import lancedb
+
+        return cast("LanceDBConnection", lancedb.connect(str(self.path)))
+
+    def snapshot(self, namespace: str) -> str | None:
+        """A digest of the table's files (names, sizes, modification times), read without
+        Lance. Lance never rewrites a file in place, so any write changes it."""
+        root = self.path / f"{table_name(namespace)}.lance"
+        digest = hashlib.blake2b(digest_size=16)
+        for path in sorted(root.rglob("*")):
+            if path.is_file():
+                st = path.stat()
+                digest.update(f"{path.relative_to(root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        return digest.hexdigest()
 
     def _open(self, namespace: str, *, committed: bool = False) -> LanceTable | None:
         with self._damage(namespace):

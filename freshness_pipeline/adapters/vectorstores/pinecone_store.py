@@ -177,6 +177,9 @@ class PineconeStore:
     def list_hashes(self, namespace: str, *, committed: bool = False) -> dict[str, str]:
         return {vid: meta.get("content_hash", "") for vid, meta in self._metadata(namespace)}
 
+    def snapshot(self, namespace: str) -> str | None:
+        return None  # a remote index has no cheap fingerprint: reconcile always compares
+
     # Pinecone has no versions to read: `committed` is accepted and reads the live
     # namespace (a re-index is still switched whole, by the active-namespace pointer).
     def mark_committed(self, namespace: str) -> None:

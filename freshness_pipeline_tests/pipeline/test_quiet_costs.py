@@ -1,0 +1,69 @@
+"""A quiet run's fixed costs, on a real home: its reconcile check remembers the last clean
+comparison, so a run that wrote nothing never imports LanceDB (3-10 s), and the memory
+never hides drift on either side (a record deleted from the store, a manifest row changed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import update
+
+from freshness_pipeline.adapters.state import schema
+from freshness_pipeline.config import load_settings
+from freshness_pipeline.demo.server import DocsSite
+from freshness_pipeline.pipeline.context import SourceContext
+from freshness_pipeline.pipeline.reconcile import reconcile
+from freshness_pipeline_tests.pipeline.driver import Freshness
+from freshness_pipeline_tests.sitegen import generate
+
+REPO = Path(__file__).resolve().parents[2]
+QUIET_RUN = """
+import json, sys
+from freshness_pipeline.defs.runner import run_refresh
+out = run_refresh("docs")
+print(json.dumps({"status": out["status"], "embedded": out.get("embedded"), "checks": out["checks"],
+                  "lancedb": "lancedb" in sys.modules}))
+"""
+
+
+@pytest.fixture
+def app(dagster_home: Path) -> Iterator[Freshness]:
+    with DocsSite() as site:
+        site.publish(generate(5, sections_per_page=3, seed=4).markdown())  # 15 sections
+        app = Freshness(dagster_home / "sources.yaml", site.sitemap_url)
+        assert app.run()["embedded"] == 15
+        yield app
+
+
+def quiet_run(app: Freshness, home: Path) -> dict:
+    env = {**os.environ, "DAGSTER_HOME": str(home), "FRESHNESS_SOURCES": str(app.sources), "PYTHONPATH": str(REPO)}
+    out = subprocess.run([sys.executable, "-c", QUIET_RUN], capture_output=True, text=True, env=env, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_quiet_run_does_not_open_the_vector_store(app: Freshness, dagster_home: Path) -> None:
+    run = quiet_run(app, dagster_home)
+    assert run["status"] == "success" and run["embedded"] == 0 and run["checks"] == []
+    assert run["lancedb"] is False
+
+
+def test_the_memory_of_a_clean_reconcile_hides_no_drift(app: Freshness, dagster_home: Path) -> None:
+    ctx = SourceContext.open(load_settings(app.sources), "docs")
+    try:
+        assert reconcile(ctx).clean  # remembered
+        ns = f"docs-v{ctx.store.source_state('docs').active_version}"
+        first, second = sorted(ctx.store.manifest_hashes("docs"))[:2]
+        ctx.vectors.delete(ns, [first])  # the store changed behind the manifest's back
+        assert reconcile(ctx).missing == [first]
+        assert reconcile(ctx, fix=True).fixed == 1 and reconcile(ctx).clean
+        with ctx.store.engine.begin() as conn:  # the manifest changed behind the store's back
+            conn.execute(update(schema.sections).where(schema.sections.c.id == second).values(content_hash="0" * 64))
+        assert reconcile(ctx).mismatched == [second]
+    finally:
+        ctx.close()
