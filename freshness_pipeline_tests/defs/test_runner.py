@@ -14,6 +14,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from freshness_pipeline import progress
 from freshness_pipeline.defs.coordinator import daemon_running
 from freshness_pipeline.defs.instance import write_instance_config
 from freshness_pipeline.defs.runner import LAUNCH_ENV, run_refresh
@@ -40,8 +41,11 @@ def launched(sources: Path, site: DocsSite, dagster_home: Path, monkeypatch: pyt
 
 
 def test_without_a_daemon_the_run_is_launched_at_once_as_a_run_of_the_location(
-    launched: Path, capsys: pytest.CaptureFixture[str]
+    launched: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # A CLI test earlier in this process may have attached its stderr: lines go to sys.stderr here.
+    monkeypatch.setattr(progress, "_terminal", None)
+    monkeypatch.setattr(progress, "_lines", None)
     started = time.monotonic()
     outcome = run_refresh(SOURCE)
     seconds = time.monotonic() - started
