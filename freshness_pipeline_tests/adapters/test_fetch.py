@@ -105,17 +105,17 @@ def test_retry_after_over_the_limit_is_not_waited_for(site: SiteServer) -> None:
     start = time.monotonic()
     r = fetch_one(site, "/docs/a", max_retry_after_s=1.0)
     assert r.outcome is Outcome.ERROR and "Retry-After 120s" in r.reason
-    assert time.monotonic() - start < 1.0
+    assert time.monotonic() - start < 30  # not the 120 s asked for (a bound that holds on a busy machine)
     assert site.paths_requested("/docs/a") == 1
 
 
 def test_hang_past_timeout_is_an_error(site: SiteServer) -> None:
-    site.hang_s = 3.0
+    site.hang_s = 20.0
     site.faults["/docs/a"] = ["hang"]
     start = time.monotonic()
     r = fetch_one(site, "/docs/a", timeout_s=0.3, max_retries=0)
     assert r.outcome is Outcome.ERROR and "timeout" in r.reason
-    assert time.monotonic() - start < 1.5
+    assert time.monotonic() - start < 10  # the 0.3 s timeout, not the 20 s hang
 
 
 def test_hang_then_retry_succeeds(site: SiteServer) -> None:
