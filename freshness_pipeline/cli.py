@@ -217,7 +217,8 @@ def run_lines(name: str, outcome: dict[str, Any]) -> list[str]:
 
 
 def _dump(args: argparse.Namespace, settings: Settings) -> int:
-    from .pipeline.context import SourceContext, namespace
+    from .core.versions import namespace
+    from .pipeline.context import SourceContext
 
     for name in _names(settings, args.source):
         ctx = SourceContext.open(settings, name, read_only=True)

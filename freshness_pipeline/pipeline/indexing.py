@@ -35,7 +35,8 @@ from ..core.state import ChangeEvent, SourceState
 from ..adapters.vectorstores.base import VectorRecord
 from ..core.models import Plan, Section
 from ..core.spike import OVERRIDE_COUNT
-from .context import SourceContext, namespace
+from ..core.versions import namespace
+from .context import SourceContext
 from .planning import StagedPlan
 
 CRASH_ENV = "FRESHNESS_CRASH_AT"

@@ -24,7 +24,8 @@ from pathlib import Path
 from ..adapters.damage import REPAIR_INDEX, DamagedState
 from ..config import dagster_home
 from ..core.state import SourceState
-from .context import SourceContext, namespace
+from ..core.versions import namespace
+from .context import SourceContext
 from .indexing import restore_from_manifest
 
 

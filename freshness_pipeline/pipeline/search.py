@@ -14,7 +14,8 @@ from ..adapters.vectorstores.base import Hit
 from ..config import Settings, state_url
 from ..core import embedding_models
 from ..core.state import SourceState
-from .context import SourceContext, namespace, versions_for
+from ..core.versions import namespace
+from .context import SourceContext, versions_for
 
 log = logging.getLogger(__name__)
 
