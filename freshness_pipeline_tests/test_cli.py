@@ -18,6 +18,7 @@ import yaml
 from sqlalchemy import create_engine, text
 
 from freshness_pipeline.cli import main, run_lines
+from freshness_pipeline.core import run_counts
 from freshness_pipeline.defs.checks import ALLOW_SPIKE_TAG
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.sitegen import Site, generate
@@ -108,6 +109,9 @@ def test_run_exit_codes_checks_and_the_spike_override(dagster_home: Path) -> Non
         out, _ = cli("run", "--json", "--sources", sources)
         quiet = json.loads(out)
         assert quiet["status"] == "success" and quiet["changed"] == 0 and quiet["checks"] == []
+        assert set(run_counts.KEYS) <= quiet.keys()  # every count named in core/run_counts.py is recorded
+        (stored,) = json.loads(cli("status", "--json", "--sources", sources)[0])
+        assert set(run_counts.KEYS) <= stored["last_run"]["counts"].keys()
 
         # The small commands on this index.
         records = [json.loads(line) for line in cli("dump", "--sources", sources)[0].splitlines()]
