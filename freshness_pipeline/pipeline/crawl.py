@@ -103,8 +103,9 @@ def crawl(ctx: SourceContext, *, tier: str | None = None, allow_mass_gone: bool 
         report.gone = hold_mass_gone(
             report.gone, fetched_live, known, rows, report.errors, policy=src.fetch, allow=allow_mass_gone
         )
+        tier_rules = src.tiers.url_rules()
         for row in rows.values():
-            row.tier = tier_for(row.url, src.tiers, change_times=row.change_times, first_seen=row.first_seen, now=now)
+            row.tier = tier_for(row.url, tier_rules, change_times=row.change_times, first_seen=row.first_seen, now=now)
         store.save_pages(rows.values())  # rows loaded without their text keep it
         pages = {**known, **rows}
         report.tiers = dict(Counter(p.tier for p in pages.values() if p.state == "live"))
@@ -335,9 +336,8 @@ class _Apply:
         template = self.not_found
         if template is not None and template.served_at in (row.url, res.final_url or row.url):
             template = None  # the page the probe landed on is not an error page itself
-        return looks_soft_404(
-            title, markdown, self.ctx.source.fetch, had_chars=had, not_found=template, login_form=row.url in self.login
-        )
+        rules = self.ctx.source.fetch.response_rules()
+        return looks_soft_404(title, markdown, rules, had_chars=had, not_found=template, login_form=row.url in self.login)
 
     def _store_text(self, row: PageRow, res: FetchResult, markdown: str, title: str | None, date: str | None) -> None:
         text_hash = hashlib.sha256(markdown.encode()).hexdigest()

@@ -34,8 +34,10 @@ from .. import progress
 from ..core.state import ChangeEvent, SourceState
 from ..adapters.vectorstores.base import VectorRecord
 from ..core.models import Plan, Section
+from ..core.run_counts import run_line
 from ..core.spike import OVERRIDE_COUNT
-from .context import SourceContext, namespace
+from ..core.versions import namespace
+from .context import SourceContext
 from .planning import StagedPlan
 
 CRASH_ENV = "FRESHNESS_CRASH_AT"
@@ -68,11 +70,7 @@ class IndexReport:
     seconds: float = 0.0
 
     def line(self) -> str:
-        c = self.counts
-        keys = ("crawled", "new", "changed", "unchanged", "gone", "errors", "skipped")
-        pages = " ".join(f"{k}: {c.get(k, 0)}" for k in keys)
-        records = " ".join(f"{k}: {c.get(k, 0)}" for k in ("embedded", "payload_updated", "deleted", "reused"))
-        return f"{pages}  | {records}"
+        return run_line(self.counts)
 
 
 def apply_plan(

@@ -1,10 +1,9 @@
 import pytest
 
-from freshness_pipeline.config import FetchPolicy
 from freshness_pipeline.core.models import Outcome
-from freshness_pipeline.core.status import NotFoundTemplate, classify, has_login_form, looks_soft_404
+from freshness_pipeline.core.status import NotFoundTemplate, ResponseRules, classify, has_login_form, looks_soft_404
 
-POLICY = FetchPolicy(max_bytes=1000, soft_404_min_chars=50)
+POLICY = ResponseRules(max_bytes=1000, soft_404_min_chars=50)
 HTML = "text/html; charset=utf-8"
 REAL_TEXT = "Install the client, then configure the index and run a first refresh. " * 3
 
