@@ -269,7 +269,7 @@ def _search(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _status(args: argparse.Namespace, settings: Settings) -> int:
-    from .pipeline.status import source_status
+    from .pipeline.source_status import source_status
 
     rows = [source_status(settings, s.name) for s in settings.sources]
     if args.json:

@@ -2,7 +2,7 @@ import pytest
 
 from freshness_pipeline.config import FetchPolicy
 from freshness_pipeline.core.models import Outcome
-from freshness_pipeline.core.status import NotFoundTemplate, classify, has_login_form, looks_soft_404
+from freshness_pipeline.core.responses import NotFoundTemplate, classify, has_login_form, looks_soft_404
 
 POLICY = FetchPolicy(max_bytes=1000, soft_404_min_chars=50)
 HTML = "text/html; charset=utf-8"
