@@ -307,6 +307,8 @@ class _Ledger:
             )
         )
         row.state, row.moved_to = "moved", final
+        if final in out.gone:  # it answered 404 earlier in this run, yet serves the moved page
+            out.gone.remove(final)
         new.last_fetched, new.outcome, new.status_code = now, res.outcome.value, res.status_code
         new.reason, new.miss_count, new.error_count = res.reason or None, 0, 0
         out.rows[new.url] = new
