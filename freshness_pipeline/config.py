@@ -20,8 +20,9 @@ import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .core.cadence import Cadence
+from .core.lifecycle import LifecyclePolicy
+from .core.responses import ResponseRules
 from .core.spike import SpikeRule
-from .core.status import ResponseRules
 from .core.tiers import TierRules
 
 DEFAULT_SOURCES = "sources.yaml"
@@ -106,6 +107,14 @@ class FetchPolicy(_Strict):
 
     def response_rules(self) -> ResponseRules:
         return ResponseRules(max_bytes=self.max_bytes, soft_404_min_chars=self.soft_404_min_chars)
+
+    def lifecycle_rules(self) -> LifecyclePolicy:
+        return LifecyclePolicy(
+            missing_after=self.missing_after,
+            max_gone_share=self.max_gone_share,
+            max_redirect_share=self.max_redirect_share,
+            soft_404_min_chars=self.soft_404_min_chars,
+        )
 
 
 class DiscoveryPolicy(_Strict):

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 import typer
 
 from freshness_pipeline.cli import alert_lines, app, main

@@ -9,8 +9,8 @@ import pytest
 from freshness_pipeline.cli import main
 from freshness_pipeline.config import ConfigError, load_settings, state_url
 from freshness_pipeline.core.cadence import Cadence
+from freshness_pipeline.core.responses import ResponseRules
 from freshness_pipeline.core.spike import SpikeRule
-from freshness_pipeline.core.status import ResponseRules
 from freshness_pipeline.core.tiers import TierRules, base_tier
 
 

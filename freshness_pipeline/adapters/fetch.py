@@ -1,7 +1,7 @@
 """The fetch layer: polite, bounded, concurrent fetching of one source's pages.
 
 An imperative shell over httpx: what each HTTP answer means for the index is decided by
-`core.status.classify`. Fetching never raises for one page: every target yields one
+`core.responses.classify`. Fetching never raises for one page: every target yields one
 `FetchResult`, and a broken page is an ERROR whose reason names the problem. Discovery
 (sitemaps, links) is in `discovery`, robots.txt in `robots`, host scope and deadlines in
 `scope`.
@@ -28,7 +28,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, retry_if_resu
 
 from freshness_pipeline.config import Source
 from freshness_pipeline.core.models import FetchResult, Outcome
-from freshness_pipeline.core.status import classify
+from freshness_pipeline.core.responses import classify
 from freshness_pipeline.core.urls import normalize_url
 
 from .bodies import Unusable, content_length, decode, describe, links, origin, read_capped, retry_after

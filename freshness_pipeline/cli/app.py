@@ -174,7 +174,7 @@ def status(
     as_json: Annotated[bool, _json("every figure, as one JSON list (one object per source)")] = False,
     sources: SourcesFile = None,
 ) -> int:
-    from ..pipeline.status import source_status
+    from ..pipeline.source_status import source_status
 
     settings = _settings(ctx, sources)
     rows = [source_status(settings, s.name) for s in settings.sources]

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from freshness_pipeline.adapters.state.store import SourceBusy, StateStore
-from freshness_pipeline.core.state import ChangeEvent, PageRow, SourceState
 from freshness_pipeline.core.fingerprint import content_hash
 from freshness_pipeline.core.models import Move, Plan, Section
+from freshness_pipeline.core.state import ChangeEvent, PageRow, SourceState
 
 
 def sec(key: str, text: str, url: str = "http://d.test/p", simhash: int | None = (1 << 63) + 5) -> Section:

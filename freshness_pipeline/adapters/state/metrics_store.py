@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import delete, func, select
 
+from ...core.freshness import next_streak
 from . import schema
 from .store import StateStore
 
@@ -53,7 +54,7 @@ class MetricsStore:
             rows = []
             for subject, missed in outcomes.items():
                 old = prev.get(subject)
-                consecutive = (old.consecutive if old else 0) + 1 if missed else 0
+                consecutive = next_streak(old.consecutive if old else 0, missed)
                 rows.append(
                     {
                         "source": source,

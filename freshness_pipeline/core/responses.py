@@ -128,8 +128,8 @@ def classify(status_code: int, *, content_type: str | None, size: int, policy: R
 def looks_soft_404(
     title: str | None,
     text: str,
-    policy: ResponseRules,
     *,
+    min_chars: int,
     had_chars: int | None = None,
     not_found: NotFoundTemplate | None = None,
     login_form: bool = False,
@@ -150,7 +150,7 @@ def looks_soft_404(
             return reason
     if not_found is not None and not_found.matches(title, body):
         return "same as the site's not-found page"
-    if had_chars is None or had_chars < policy.soft_404_min_chars:
+    if had_chars is None or had_chars < min_chars:
         return None  # nothing to protect: a short page that was always short is real
     if login_form and len(body) * 2 < had_chars:  # a sign-in box in the header alone is not
         return "login wall (a sign-in form instead of the page's text)"
@@ -158,6 +158,6 @@ def looks_soft_404(
         for pattern, reason in _WALL_TEXT_RULES:
             if pattern.search(body):
                 return reason
-    if len(body) < policy.soft_404_min_chars and len(body) * 2 < had_chars:
+    if len(body) < min_chars and len(body) * 2 < had_chars:
         return f"turned near-empty ({len(body)} chars of text, had {had_chars})"
     return None
