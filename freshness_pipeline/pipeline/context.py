@@ -12,6 +12,7 @@ from ..adapters.embedders.base import Embedder
 from ..adapters.embedders.tokenizer import TokenizerSpec, tokenizer_for
 from ..adapters.state.store import StateStore
 from ..core.state import SourceState
+from .ports import State
 from ..adapters.vectorstores import make_vector_store
 from ..adapters.vectorstores.base import VectorStore
 from ..config import NoisePolicy, Settings, Source, dagster_home, state_url
@@ -65,7 +66,8 @@ def namespace(source: str, version: int) -> str:
 class SourceContext:
     settings: Settings
     source: Source
-    store: StateStore
+    store: State
+    owns_store: bool = True  # False: a store shared by the run (closed by its owner)
     _vectors: VectorStore | None = field(default=None, repr=False)
     _embedder: Embedder | None = field(default=None, repr=False)
     openai_api_key: str | None = field(default=None, repr=False)  # else $OPENAI_API_KEY
@@ -75,7 +77,7 @@ class SourceContext:
     def open(
         cls, settings: Settings, source_name: str, *, read_only: bool = False, **keys: str | None
     ) -> SourceContext:
-        """`read_only`: for commands that only read (see `StateStore`)."""
+        """A context with a store of its own. `read_only`: for commands that only read (see `StateStore`)."""
         store = StateStore(state_url(settings), read_only=read_only)
         return cls(settings, settings.source(source_name), store, **keys)
 
@@ -109,7 +111,8 @@ class SourceContext:
         return self._embedder
 
     def close(self) -> None:
-        self.store.close()
+        if self.owns_store:
+            self.store.close()
 
 
 def page_signature(text_hash: str | None, title: str | None, template_hash: str, v: Versions) -> str:

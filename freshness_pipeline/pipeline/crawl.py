@@ -67,8 +67,8 @@ def crawl(ctx: SourceContext, *, tier: str | None = None, allow_mass_gone: bool 
     started = time.time()
     src, store = ctx.source, ctx.store
     report = CrawlReport(source=src.name, tier=tier)
-    with store.lock(src.name):
-        known = store.load_pages(src.name, with_markdown=False)
+    with store.locks.lock(src.name):
+        known = store.pages.load(src.name, with_markdown=False)
         rules_changed = _rules_changed(ctx)
         results: list[FetchResult] = []
         login: set[str] = set()
@@ -105,7 +105,7 @@ def crawl(ctx: SourceContext, *, tier: str | None = None, allow_mass_gone: bool 
         )
         for row in rows.values():
             row.tier = tier_for(row.url, src.tiers, change_times=row.change_times, first_seen=row.first_seen, now=now)
-        store.save_pages(rows.values())  # rows loaded without their text keep it
+        store.pages.save(rows.values())  # rows loaded without their text keep it
         pages = {**known, **rows}
         report.tiers = dict(Counter(p.tier for p in pages.values() if p.state == "live"))
         report.for_review = {u: p.flag for u, p in sorted(pages.items()) if p.flag}
@@ -224,7 +224,7 @@ def lastmod_is_newer(lastmod: str | None, last_fetched: float | None) -> bool:
 
 
 def _rules_changed(ctx: SourceContext) -> bool:
-    state = ctx.store.source_state(ctx.name)
+    state = ctx.store.sources.get(ctx.name)
     return state is not None and state.generation > 0 and state.normalizer_version != ctx.versions.normalizer
 
 
@@ -310,7 +310,7 @@ class _Apply:
         if res.outcome is Outcome.NOT_MODIFIED:  # redirected to the very bytes it had before
             if row.text_hash is None:
                 return
-            markdown = ctx.store.page_markdown(ctx.name, [row.url]).get(row.url, "")
+            markdown = ctx.store.pages.markdown(ctx.name, [row.url]).get(row.url, "")
             title, date = row.title, row.page_date
         else:
             markdown = ext.markdown if ext else ""
@@ -331,7 +331,7 @@ class _Apply:
         page and the page's own last text (loaded only when the new one is short)."""
         had = None  # a long text is no error page whatever it had: the old one is not loaded
         if row.text_hash is not None and row.state == "live" and len(markdown) < SHORT_TEXT_CHARS:
-            had = len(self.ctx.store.page_markdown(self.ctx.name, [row.url]).get(row.url, ""))
+            had = len(self.ctx.store.pages.markdown(self.ctx.name, [row.url]).get(row.url, ""))
         template = self.not_found
         if template is not None and template.served_at in (row.url, res.final_url or row.url):
             template = None  # the page the probe landed on is not an error page itself
@@ -385,11 +385,11 @@ def _learn_templates(ctx: SourceContext, live: list[str], *, changed: bool) -> N
     """Relearn the source's repeated blocks when any page changed (see
     `learn_template_blocks` for the hysteresis); creates the source's state on its first crawl."""
     store, src = ctx.store, ctx.source
-    state = store.source_state(src.name)
+    state = store.sources.get(src.name)
     if state is not None and not changed:
         return
     kept = state.template_blocks if state else ()
-    texts = (markdown for _, markdown in store.iter_markdown(src.name, live))  # not all at once
+    texts = (markdown for _, markdown in store.pages.iter_markdown(src.name, live))  # not all at once
     learned = sorted(learn_template_blocks(texts, share=src.noise.repeated_block_share, keep=kept))
     if state is None:
         v = ctx.versions
@@ -397,4 +397,4 @@ def _learn_templates(ctx: SourceContext, live: list[str], *, changed: bool) -> N
     elif learned == sorted(state.template_blocks):
         return
     state.template_blocks = learned
-    store.save_source_state(state)
+    store.sources.save(state)

@@ -167,7 +167,7 @@ def test_a_read_only_open_changes_nothing_and_takes_any_path(tmp_path: Path) -> 
     before = sorted(p.name for p in folder.iterdir())
     reader = StateStore(url, read_only=True)
     try:
-        assert reader.read_only and reader.source_state("docs") is None and reader.manifest_count("docs") == 0
+        assert reader.read_only and reader.sources.get("docs") is None and reader.manifest.count("docs") == 0
     finally:
         reader.close()
     assert sorted(p.name for p in folder.iterdir()) == before  # no -wal, no journal switch

@@ -89,7 +89,7 @@ def test_a_model_change_reindexes_and_never_mixes_vectors(dagster_home: Path) ->
         db = lancedb.connect(str(dagster_home / "vectors"))
         rows = db.open_table(table_name("docs-v2")).to_arrow().select(["id", "vector"]).to_pylist()
         store = StateStore(f"sqlite:///{dagster_home / 'freshness.db'}")
-        retrieval = {s.id: s.embed_text for s in store.manifest("docs")}
+        retrieval = {s.id: s.embed_text for s in store.manifest.sections("docs")}
         store.close()
         embedder = make_embedder(EmbedderConfig(provider="hashing", dimensions=128))
         want = embedder.embed([retrieval[r["id"]] for r in rows])

@@ -1,0 +1,17 @@
+"""Keeping the state database itself: bringing it to the newest schema.
+
+Opening a store never migrates (it checks, and says `freshness migrate` when behind). This
+runs once at the start of every refresh (`fetched_pages`) and behind `freshness migrate`.
+"""
+
+from __future__ import annotations
+
+from ..adapters.state.store import Migration
+from ..adapters.state.store import migrate as migrate_database
+from ..config import Settings, state_url
+
+
+def migrate(settings: Settings) -> Migration:
+    """Bring the settings' state database to the newest schema (creating it when absent);
+    `Migration.changed` says whether there was anything to do."""
+    return migrate_database(state_url(settings))
