@@ -17,7 +17,7 @@ import pytest
 import yaml
 from sqlalchemy import create_engine, make_url, text
 
-from freshness_pipeline.adapters.state.store import StateStore
+from freshness_pipeline.adapters.state.store import StateStore, migrate
 from freshness_pipeline.cli import main
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.conftest import PG_ADMIN_URL
@@ -127,6 +127,7 @@ def test_two_runs_of_one_source_at_once(
         site.publish(v1.markdown())
 
         # Another run holds the source: `freshness run` refuses, naming the reason.
+        migrate(state_url)
         store = StateStore(state_url)
         with store.locks.lock("docs"):
             code, out = cli(capsys, sources, "run", "--json")

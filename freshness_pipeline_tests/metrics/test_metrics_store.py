@@ -8,7 +8,7 @@ import time
 import pytest
 
 from freshness_pipeline.adapters.state import schema
-from freshness_pipeline.adapters.state.store import StateStore
+from freshness_pipeline.adapters.state.store import StateStore, migrate
 from freshness_pipeline.core.state import PageRow
 from freshness_pipeline.config import Settings
 from freshness_pipeline.pipeline.context import SourceContext
@@ -18,6 +18,7 @@ H = 3600.0
 
 
 def test_counters_requests_and_retention(any_state_url: str) -> None:
+    migrate(any_state_url)
     store = StateStore(any_state_url)
     m = store.metrics
     streaks = [
@@ -67,6 +68,7 @@ def hand_built(
     settings = Settings.model_validate(
         {"sources": [{"name": "docs", "sitemap": "http://x/sitemap.xml"}], "state_url": url}
     )
+    migrate(url)
     store = StateStore(url)
     store.pages.save(pages)
     with store.engine.begin() as conn:

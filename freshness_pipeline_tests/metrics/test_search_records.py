@@ -17,7 +17,7 @@ from freshness_pipeline_tests.sitegen import generate
 
 
 def weak_and_cited(sources: Path) -> tuple[list[str], list[str]]:
-    store = StateStore(state_url(load_settings(sources)))
+    store = StateStore(state_url(load_settings(sources)), read_only=True)
     try:
         metrics = store.metrics
         return metrics.weak_queries()["query"].tolist(), metrics.cited_keys("docs")
