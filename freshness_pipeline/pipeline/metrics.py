@@ -192,7 +192,8 @@ def freshness_status(ctx: SourceContext) -> dict[str, Any]:
     history = metrics.history(ctx.name)
     latest = history.iloc[-1].to_dict() if len(history) else None
     keys = metrics.cited_keys(ctx.name)
-    resolved = sum(1 for k in keys if ctx.store.manifest.by_key(ctx.name, ctx.store.manifest.resolve_key(ctx.name, k)[0]))
+    manifest = ctx.store.manifest
+    resolved = sum(1 for k in keys if manifest.by_key(ctx.name, manifest.resolve_key(ctx.name, k)[0]))
     return {
         "freshness": latest
         and {

@@ -16,6 +16,7 @@ from ..damage import SchemaOutdated
 
 _HERE = Path(__file__).parent
 MIGRATE = "`freshness migrate`"
+OR_RUN = "(or `freshness run`, which migrates first)"
 
 
 def alembic_config(engine: Engine | None = None) -> Config:
@@ -47,7 +48,7 @@ def require_head(engine: Engine, where: str) -> None:
     if current == heads:
         return
     if not current:
-        raise SchemaOutdated(f"{where} has no state schema yet: run {MIGRATE} (or `freshness run`, which migrates first)")
+        raise SchemaOutdated(f"{where} has no state schema yet: run {MIGRATE} {OR_RUN}")
     known = {r.revision for r in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
     if not current <= known:
         raise SchemaOutdated(
@@ -56,5 +57,5 @@ def require_head(engine: Engine, where: str) -> None:
         )
     raise SchemaOutdated(
         f"{where} is at schema {', '.join(sorted(current))}, this code needs {', '.join(sorted(heads))}: "
-        f"run {MIGRATE} (or `freshness run`, which migrates first)"
+        f"run {MIGRATE} {OR_RUN}"
     )

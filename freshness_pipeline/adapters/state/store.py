@@ -23,7 +23,7 @@ from .intents import Intents
 from .locks import Locks, SourceBusy
 from .manifest import Manifest
 from .metrics_store import MetricsStore
-from .migrate import MIGRATE, current_revisions, head_revisions, require_head, upgrade
+from .migrate import MIGRATE, OR_RUN, current_revisions, head_revisions, require_head, upgrade
 from .pages import Pages
 from .runs import RunLog
 from .sources import Sources
@@ -114,7 +114,7 @@ def _sqlite_file(url: str) -> Path | None:
 def _open_writer(url: str) -> Engine:
     db = _sqlite_file(url)
     if db is not None and not db.is_file():  # connecting would create an empty file
-        raise SchemaOutdated(f"{db} does not exist yet: run {MIGRATE} (or `freshness run`, which migrates first)")
+        raise SchemaOutdated(f"{db} does not exist yet: run {MIGRATE} {OR_RUN}")
     engine = make_engine(url, read_only=False)
     _checked(engine, url)
     return engine
