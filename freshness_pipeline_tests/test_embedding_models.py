@@ -83,7 +83,7 @@ def test_openai_models_index_and_search_with_their_dimensions(
     assert len(hits) == 5 and -1.0 <= hits[0]["score"] <= 1.0
     store = StateStore(f"sqlite:///{dagster_home / 'freshness.db'}")
     try:
-        state = store.source_state("docs")
+        state = store.sources.get("docs")
     finally:
         store.close()
     assert (state.embed_model, state.embed_dims) == (model, MODELS[model].dims)

@@ -10,3 +10,8 @@ class DamagedState(RuntimeError):
 
 
 REPAIR_INDEX = "`freshness reconcile --fix` rebuilds it from the manifest and the embedding cache"
+
+
+class SchemaOutdated(DamagedState):
+    """The state database is not at the schema this code reads: `freshness migrate` brings
+    it there (a refresh also does, at its start). Opening a store never migrates."""

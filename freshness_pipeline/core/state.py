@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["ChangeEvent", "PageRow", "SourceState"]
+__all__ = ["ChangeEvent", "PageRow", "SectionTimes", "SourceState"]
 
 
 @dataclass(slots=True)
@@ -57,3 +57,12 @@ class ChangeEvent:
     kind: str  # new | changed | gone
     content_hash: str | None
     section_keys: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SectionTimes:
+    """When a manifest section's text last changed and when it was last written to the index."""
+
+    url: str
+    changed_at: float
+    indexed_at: float

@@ -99,10 +99,12 @@ def md_table(rows: list[tuple[str, object]], headers: tuple[str, str]) -> dg.Mar
     kinds={"python", "http"},
     code_version="fetch-1",
     description="Every page of the source fetched (conditionally) and extracted to text. "
-    "A run tagged `freshness/tier` fetches only that tier's pages (and new ones).",
+    "A run tagged `freshness/tier` fetches only that tier's pages (and new ones). Brings the state "
+    "database to the newest schema first.",
 )
 def fetched_pages(context: dg.AssetExecutionContext, freshness: FreshnessResource) -> dg.Output[CrawlReport]:
     tier = context.run.tags.get(TIER_TAG)
+    freshness.migrate()  # the run's first stage: the later ones (and their checks) only check the schema
     with freshness.open(context.partition_key) as ctx:
         allow = context.run.tags.get(ALLOW_SPIKE_TAG, "").lower() == "true"
         report = crawl(ctx, tier=tier, allow_mass_gone=allow)

@@ -88,9 +88,9 @@ def change_spike(
     source = context.partition_key
     policy = _policy(freshness, source)
     with freshness.open(source) as ctx:
-        history = history_shares(ctx.store.runs(source))
+        history = history_shares(ctx.store.runs.recent(source))
         verdict = judge(diff_plan.change_share, history, policy.spike_rule())
-        old = {s.id: s.text for s in ctx.store.manifest(source, {s.url for s in diff_plan.plan.changed})}
+        old = {s.id: s.text for s in ctx.store.manifest.sections(source, {s.url for s in diff_plan.plan.changed})}
     metadata = {
         "change_share": round(verdict.share, 4),
         "history_median": round(verdict.median, 4) if verdict.median is not None else None,

@@ -5,7 +5,6 @@ delivery to webhooks. Metric history is rendered from the state store as a table
 import dagster as dg
 import pandas as pd
 
-from ..adapters.state.metrics_store import MetricsStore
 from ..pipeline.history import history_table
 from ..pipeline.indexing import IndexReport
 from ..pipeline.metrics import after_run
@@ -40,7 +39,7 @@ def freshness_metrics(
 ) -> dg.MaterializeResult:
     with freshness.open(context.partition_key) as ctx:
         out = after_run(ctx, stale_share=diff_plan.stale_share, run_id=context.run.run_id)
-        history = history_table(MetricsStore(ctx.store).history(ctx.name))
+        history = history_table(ctx.store.metrics.history(ctx.name))
     r = out.report
     context.log.info(f"{r.source}: {vector_index.line()}")
     (context.log.warning if r.alert else context.log.info)(f"{r.source}: {r.line()}")

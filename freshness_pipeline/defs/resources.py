@@ -6,27 +6,53 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import dagster as dg
+from pydantic import PrivateAttr
 
-from ..config import Settings, load_settings
+from ..adapters.state.store import StateStore
+from ..config import Settings, load_settings, state_url
 from ..pipeline.context import SourceContext
+from ..pipeline.maintenance import migrate
 
 
 class FreshnessResource(dg.ConfigurableResource):
     """Reads the sources file ($FRESHNESS_SOURCES, default `sources.yaml`) on every use, so
-    an edited file takes effect on the next run without a reload."""
+    an edited file takes effect on the next run without a reload.
+
+    The state store is opened once per process that executes steps (once per run with the
+    in-process executor; once per step process with the multiprocess or Celery one) and
+    closed when the execution ends. Opening it checks the schema; the first stage migrates."""
 
     sources_file: str | None = None
     # Service keys, bound to dg.EnvVar in definitions.py: Dagster shows them by variable name only.
     openai_api_key: str | None = None
     pinecone_api_key: str | None = None
+    _stores: dict[str, StateStore] = PrivateAttr(default_factory=dict)
 
     def settings(self) -> Settings:
         return load_settings(self.sources_file)
 
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        for store in self._stores.values():
+            store.close()
+        self._stores.clear()
+
+    def migrate(self) -> None:
+        """Bring the state database to the newest schema: the first stage of a run does, once."""
+        migrate(self.settings())
+
     @contextmanager
     def open(self, source: str) -> Iterator[SourceContext]:
-        ctx = SourceContext.open(
-            self.settings(), source, openai_api_key=self.openai_api_key, pinecone_api_key=self.pinecone_api_key
+        settings = self.settings()
+        url = state_url(settings)
+        if url not in self._stores:
+            self._stores[url] = StateStore(url)
+        ctx = SourceContext(
+            settings,
+            settings.source(source),
+            self._stores[url],
+            owns_store=False,
+            openai_api_key=self.openai_api_key,
+            pinecone_api_key=self.pinecone_api_key,
         )
         try:
             yield ctx

@@ -169,11 +169,11 @@ def _cadence(src: Source, next_up: Due) -> float:
 
 def _version_drift(settings: Settings) -> dict[str, str]:
     """Source -> what differs between its active index and what a refresh would build now."""
-    store = StateStore(state_url(settings))
+    store = StateStore(state_url(settings), read_only=True)  # an outdated schema fails the tick, naming the way out
     try:
         out = {}
         for src in settings.sources:
-            state = store.source_state(src.name)
+            state = store.sources.get(src.name)
             if state is not None and state.generation > 0:
                 if diffs := versions_for(settings, src).differences(state):
                     out[src.name] = "; ".join(diffs)

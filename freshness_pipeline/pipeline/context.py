@@ -18,6 +18,7 @@ from ..core.embedding_models import model_and_dims
 from ..core.noise import NORMALIZER_VERSION
 from ..core.segment import CHUNKER_VERSION
 from ..core.versions import Versions
+from .ports import State
 
 
 def versions_for(settings: Settings, source: Source) -> Versions:
@@ -43,7 +44,8 @@ def versions_for(settings: Settings, source: Source) -> Versions:
 class SourceContext:
     settings: Settings
     source: Source
-    store: StateStore
+    store: State
+    owns_store: bool = True  # False: a store shared by the run (closed by its owner)
     _vectors: VectorStore | None = field(default=None, repr=False)
     _embedder: Embedder | None = field(default=None, repr=False)
     openai_api_key: str | None = field(default=None, repr=False)  # else $OPENAI_API_KEY
@@ -53,7 +55,7 @@ class SourceContext:
     def open(
         cls, settings: Settings, source_name: str, *, read_only: bool = False, **keys: str | None
     ) -> SourceContext:
-        """`read_only`: for commands that only read (see `StateStore`)."""
+        """A context with a store of its own. `read_only`: for commands that only read (see `StateStore`)."""
         store = StateStore(state_url(settings), read_only=read_only)
         return cls(settings, settings.source(source_name), store, **keys)
 
@@ -87,4 +89,5 @@ class SourceContext:
         return self._embedder
 
     def close(self) -> None:
-        self.store.close()
+        if self.owns_store:
+            self.store.close()

@@ -71,8 +71,8 @@ def crawl(ctx: SourceContext, *, tier: str | None = None, allow_mass_gone: bool 
     started = time.time()
     src, store = ctx.source, ctx.store
     report = CrawlReport(source=src.name, tier=tier)
-    with store.lock(src.name):
-        known = store.load_pages(src.name, with_markdown=False)
+    with store.locks.lock(src.name):
+        known = store.pages.load(src.name, with_markdown=False)
         rules_changed = _rules_changed(ctx)
         results: list[FetchResult] = []
         login: set[str] = set()
@@ -107,7 +107,7 @@ def crawl(ctx: SourceContext, *, tier: str | None = None, allow_mass_gone: bool 
         rows = decided.rows
         for row in rows.values():
             row.tier = tier_for(row.url, tier_rules, change_times=row.change_times, first_seen=row.first_seen, now=now)
-        store.save_pages(rows.values())  # rows loaded without their text keep it
+        store.pages.save(rows.values())  # rows loaded without their text keep it
         pages = {**known, **rows}
         report.tiers = dict(Counter(p.tier for p in pages.values() if p.state == "live"))
         report.for_review = {u: p.flag for u, p in sorted(pages.items()) if p.flag}
@@ -226,7 +226,7 @@ def lastmod_is_newer(lastmod: str | None, last_fetched: float | None) -> bool:
 
 
 def _rules_changed(ctx: SourceContext) -> bool:
-    state = ctx.store.source_state(ctx.name)
+    state = ctx.store.sources.get(ctx.name)
     return state is not None and state.generation > 0 and state.normalizer_version != ctx.versions.normalizer
 
 
@@ -251,7 +251,7 @@ def _answers(
         for r in results
         if needs_last_text(r, extracted.get(r.url)) and (k := known.get(r.url)) is not None and k.text_hash
     ]
-    last = ctx.store.page_markdown(ctx.name, wanted) if wanted else {}
+    last = ctx.store.pages.markdown(ctx.name, wanted) if wanted else {}
     return [Answer(r, extracted.get(r.url), last.get(r.url), r.url in login) for r in results]
 
 
@@ -265,11 +265,11 @@ def _learn_templates(ctx: SourceContext, live: list[str], *, changed: bool) -> N
     """Relearn the source's repeated blocks when any page changed (see
     `learn_template_blocks` for the hysteresis); creates the source's state on its first crawl."""
     store, src = ctx.store, ctx.source
-    state = store.source_state(src.name)
+    state = store.sources.get(src.name)
     if state is not None and not changed:
         return
     kept = state.template_blocks if state else ()
-    texts = (markdown for _, markdown in store.iter_markdown(src.name, live))  # not all at once
+    texts = (markdown for _, markdown in store.pages.iter_markdown(src.name, live))  # not all at once
     learned = sorted(learn_template_blocks(texts, share=src.noise.repeated_block_share, keep=kept))
     if state is None:
         v = ctx.versions
@@ -277,4 +277,4 @@ def _learn_templates(ctx: SourceContext, live: list[str], *, changed: bool) -> N
     elif learned == sorted(state.template_blocks):
         return
     state.template_blocks = learned
-    store.save_source_state(state)
+    store.sources.save(state)

@@ -6,18 +6,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..adapters.state.metrics_store import MetricsStore
 from ..adapters.state.store import StateStore
 from ..adapters.webhooks import Delivery, deliver
 from ..config import Settings, Webhook, state_url
+from .ports import State
 
 LOCK = "_webhooks"
 
 
-def deliver_hooks(store: StateStore, hooks: Sequence[Webhook]) -> list[Delivery]:
-    with store.lock(LOCK, wait=True):
-        metrics = MetricsStore(store)
-        return [deliver(metrics, hook) for hook in hooks]
+def deliver_hooks(store: State, hooks: Sequence[Webhook]) -> list[Delivery]:
+    with store.locks.lock(LOCK, wait=True):
+        return [deliver(store.metrics, hook) for hook in hooks]
 
 
 def deliver_all(settings: Settings) -> list[Delivery]:

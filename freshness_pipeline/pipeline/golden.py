@@ -19,7 +19,6 @@ from typing import Any
 
 import yaml
 
-from ..adapters.state.metrics_store import MetricsStore
 from ..adapters.vectorstores.base import Hit
 from ..config import ConfigError, Source, sources_path
 from ..core.freshness import GoldenCase, GoldenScore, score_golden
@@ -84,7 +83,7 @@ def load_golden(path: Path) -> list[GoldenCase]:
 def evaluate(ctx: SourceContext, cases: list[GoldenCase], *, ns: str | None = None) -> GoldenRun:
     """Run the golden set against `ns` (default: the active index version). Reads only:
     safe to call on a re-indexed namespace before the commit makes it active."""
-    state = ctx.store.source_state(ctx.name)
+    state = ctx.store.sources.get(ctx.name)
     active = namespace(ctx.name, state.active_version if state else 1)
     ns = ns or active
     run = GoldenRun(ctx.name, ns, GoldenScore(), list(cases))
@@ -108,9 +107,9 @@ def stale_ids(ctx: SourceContext, hits: list[Hit], *, manifest_is_index: bool = 
     its current section under that id has another content hash. When the hits come from
     the active index (`manifest_is_index`), a page whose signature is the one its sections
     were indexed from is current (fuzzy-unchanged edits included) without re-segmenting."""
-    state = ctx.store.source_state(ctx.name)
+    state = ctx.store.sources.get(ctx.name)
     blocks = list(state.template_blocks) if state else []
-    pages = ctx.store.load_pages(ctx.name, with_markdown=False)
+    pages = ctx.store.pages.load(ctx.name, with_markdown=False)
     by_url: dict[str, list[Hit]] = {}
     for h in hits:
         by_url.setdefault(h.metadata["url"], []).append(h)
@@ -123,7 +122,7 @@ def stale_ids(ctx: SourceContext, hits: list[Hit], *, manifest_is_index: bool = 
         sig = page_signature(page.text_hash, page.title, template_hash(blocks), ctx.versions)
         if manifest_is_index and sig == page.indexed_signature:
             continue
-        md = ctx.store.page_markdown(ctx.name, [url]).get(url, "")
+        md = ctx.store.pages.markdown(ctx.name, [url]).get(url, "")
         _, sections = segment_one(SegmentJob(url, md, page.page_date, page.title, frozenset(blocks), ctx.tokenizer))
         live = {s.id: s.content_hash for s in sections} if isinstance(sections, list) else {}
         stale.update(h.id for h in page_hits if live.get(h.id) != h.metadata.get("content_hash"))
@@ -133,7 +132,7 @@ def stale_ids(ctx: SourceContext, hits: list[Hit], *, manifest_is_index: bool = 
 def record_misses(ctx: SourceContext, run: GoldenRun) -> str | None:
     """Count this run's misses per query and per expected section; returns the reason of
     the re-index requested when a counter just reached the limit."""
-    metrics = MetricsStore(ctx.store)
+    metrics = ctx.store.metrics
     limit = ctx.source.checks.golden_miss_runs
     missed = {c.query: (r is None or r > TOP) for c, r in zip(run.cases, run.ranks, strict=True)}
     targets: dict[str, bool] = {}
@@ -146,7 +145,7 @@ def record_misses(ctx: SourceContext, run: GoldenRun) -> str | None:
     reached = sorted(f"{kind} {subject!r}" for (kind, subject), n in streaks.items() if n == limit)
     if not reached:
         return None
-    state = ctx.store.source_state(ctx.name)
+    state = ctx.store.sources.get(ctx.name)
     reason = f"golden set: {', '.join(reached)} missed {limit} consecutive runs (probable chunking problem)"
     metrics.request_reindex(ctx.name, reason, state.active_version if state else 1)
     return reason
@@ -154,7 +153,7 @@ def record_misses(ctx: SourceContext, run: GoldenRun) -> str | None:
 
 def _matcher(ctx: SourceContext, expect: str):
     if _KEY.fullmatch(expect):
-        key, _ = ctx.store.resolve_key(ctx.name, expect)
+        key, _ = ctx.store.manifest.resolve_key(ctx.name, expect)
         return lambda h: h.metadata.get("key") == key
     src = ctx.source
     base = src.sitemap or (src.start_urls[0] if src.start_urls else None)

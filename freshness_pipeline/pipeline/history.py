@@ -7,7 +7,6 @@ from typing import Any
 
 import pandas as pd
 
-from ..adapters.state.metrics_store import MetricsStore
 from ..adapters.state.store import StateStore
 from ..config import Settings, state_url
 
@@ -37,7 +36,7 @@ def weak_searches(settings: Settings, *, days: float) -> list[dict[str, Any]]:
     score rounded to 4 places, None when nothing matched."""
     store = StateStore(state_url(settings), read_only=True)
     try:
-        frame = MetricsStore(store).weak_queries(days=days)
+        frame = store.metrics.weak_queries(days=days)
     finally:
         store.close()
     return [

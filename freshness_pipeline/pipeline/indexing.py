@@ -87,7 +87,7 @@ def apply_plan(
     started = time.time()
     # `ctx.vectors` is opened on first use: a quiet run never pays for the vector store.
     src, store = ctx.source, ctx.store
-    with store.lock(src.name):
+    with store.locks.lock(src.name):
         _drop_retired(ctx)  # left over when a run died between its commit and its drop
         state = _current_state(ctx, staged)
         v = ctx.versions
@@ -102,7 +102,7 @@ def apply_plan(
 
         removed, restored = _recover(ctx, state, ns, touched)
         _crash_point("recovered")
-        store.add_pending(src.name, ns, touched)
+        store.intents.add(src.name, ns, touched)
         _crash_point("intents")
 
         embedded = _write(ctx, ns, target, upserts, payload, deletes)
@@ -132,7 +132,7 @@ def apply_plan(
         counts.update(golden, restored=restored)
         if spike_override:
             counts[OVERRIDE_COUNT] = 1
-        store.commit(
+        store.manifest.commit(
             new_state,
             plan,
             base_generation=staged.base_generation,
@@ -155,7 +155,7 @@ def apply_plan(
 
 
 def _current_state(ctx: SourceContext, staged: StagedPlan) -> SourceState:
-    state = ctx.store.source_state(ctx.name)
+    state = ctx.store.sources.get(ctx.name)
     if state is None:
         raise RuntimeError(f"source {ctx.name!r} was never crawled; materialize fetched_pages first")
     if state.generation != staged.base_generation:
@@ -176,7 +176,7 @@ def _target_plan(ctx: SourceContext, staged: StagedPlan, state: SourceState) -> 
     # (embedded again for the new model from their stored text): a re-index never
     # drops a page for a bad minute.
     errors = staged.sections.errors
-    kept = ctx.store.manifest(ctx.name, errors) if errors else []
+    kept = ctx.store.manifest.sections(ctx.name, errors) if errors else []
     new = [*staged.plan.current, *kept]  # dated as the plan found them
     return state.active_version + 1, Plan(source=ctx.name, new=new, key_redirects=staged.plan.key_redirects)
 
@@ -219,7 +219,7 @@ def _recover(ctx: SourceContext, state: SourceState, target_ns: str, own: set[st
     src, store = ctx.source, ctx.store
     active_ns = namespace(src.name, state.active_version)
     removed = restored = 0
-    for ns, ids in store.pending(src.name).items():
+    for ns, ids in store.intents.pending(src.name).items():
         todo = ids - own if ns == target_ns else ids
         if ns == active_ns:
             d, r = restore_from_manifest(ctx, state, todo)
@@ -240,7 +240,7 @@ def restore_from_manifest(ctx: SourceContext, state: SourceState, ids: Collectio
     if not ids:
         return 0, 0
     ns = namespace(ctx.name, state.active_version)
-    rows = ctx.store.sections_by_id(ctx.name, ids)
+    rows = ctx.store.manifest.by_id(ctx.name, ids)
     gone = sorted(set(ids) - {s.id for s in rows})
     if gone:
         ctx.vectors.delete(ns, gone)
@@ -264,7 +264,7 @@ def vectors_for(
     v, store = ctx.versions, ctx.store
     model, dims = model or v.model, dims or v.dims
     wanted = {s.content_hash: s.embed_text for s in sections}
-    vecs = store.cached_vectors(model, dims, wanted.keys())
+    vecs = store.vector_cache.get(model, dims, wanted.keys())
     missing = [h for h in wanted if h not in vecs]
     if missing and (model, dims) != (v.model, v.dims):
         raise UncachedVectorsError(
@@ -276,7 +276,7 @@ def vectors_for(
     for hashes in progress.batches(missing, batch, "embed", unit="sections"):
         rows = ctx.embedder.embed([wanted[h] for h in hashes])
         fresh = {h: np.asarray(rows[j], dtype=np.float32) for j, h in enumerate(hashes)}
-        store.put_vectors(model, dims, fresh)
+        store.vector_cache.put(model, dims, fresh)
         vecs.update(fresh)
         _crash_point("embed")
     return vecs, len(missing)
@@ -345,13 +345,13 @@ def _verify_complete(ctx: SourceContext, ns: str, expected: dict[str, str]) -> i
 
 
 def _drop_retired(ctx: SourceContext) -> None:
-    state = ctx.store.source_state(ctx.name)
+    state = ctx.store.sources.get(ctx.name)
     if state and state.retired_namespaces:
         for ns in state.retired_namespaces:
             ctx.vectors.drop_namespace(ns)
             _crash_point("dropped")
         state.retired_namespaces = []
-        ctx.store.save_source_state(state)
+        ctx.store.sources.save(state)
 
 
 def _events(staged: StagedPlan, plan: Plan) -> list[ChangeEvent]:

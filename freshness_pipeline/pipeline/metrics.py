@@ -10,13 +10,10 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from sqlalchemy import select
-
-from ..adapters.state import schema
-from ..adapters.state.metrics_store import MetricsStore
 from ..adapters.webhooks import Delivery
 from ..core.freshness import embedding_lag, freshness_score, percentiles, section_age
 from ..core.models import Outcome
+from ..core.state import PageRow, SectionTimes
 from .context import SourceContext
 from .delivery import deliver_hooks
 from .golden import GoldenRun, evaluate, golden_file, load_golden, record_misses
@@ -69,26 +66,10 @@ def measure(
 ) -> FreshnessReport:
     """Compute and store the metrics of the source's latest committed run."""
     now = time.time() if now is None else now
-    pages = ctx.store.load_pages(ctx.name, with_markdown=False)
-    runs = ctx.store.runs(ctx.name, limit=2)
-    t = schema.sections
-    with ctx.store.engine.connect() as conn:
-        rows = conn.execute(select(t.c.url, t.c.changed_at, t.c.indexed_at).where(t.c.source == ctx.name)).all()
-    ages = [section_age(now, r.changed_at, _last_changed(pages, r.url)) for r in rows]
-    lags: list[float] = []
-    if runs:
-        previous = runs[1]["started_at"] if len(runs) > 1 else None  # the previous successful run
-        for r in rows:
-            page = pages.get(r.url)
-            if page is None or r.indexed_at < runs[0]["started_at"]:
-                continue
-            if (page.last_changed or 0.0) >= (previous or 0.0):  # a change seen since the run before
-                updated = _updated(page.page_date)
-                lag = embedding_lag(
-                    r.indexed_at, page.last_changed, updated, first_seen=page.first_seen, previous_run=previous
-                )
-                if lag is not None:
-                    lags.append(lag)
+    pages = ctx.store.pages.load(ctx.name, with_markdown=False)
+    sections = ctx.store.manifest.times(ctx.name)
+    ages = [section_age(now, s.changed_at, _last_changed(pages, s.url)) for s in sections]
+    lags = _lags(sections, pages, ctx.store.runs.recent(ctx.name, limit=2))
     live = [p for p in pages.values() if p.state == "live"]
     # Errored, flagged or skipped (not checked): the indexed text is unverified.
     failing = sum(p.outcome in (Outcome.ERROR, Outcome.FLAGGED, Outcome.SKIPPED) for p in live)
@@ -121,19 +102,44 @@ def measure(
         alert=score < checks.freshness_alert,
         error_share=error_share,
         details={
-            "sections": len(rows),
+            "sections": len(sections),
             "landed": len(lags),
             "live_pages": len(live),
             "failing_pages": failing,
             "error_share": error_share,
-            "golden_queries": golden.score.queries if golden else 0,
-            "golden_misses": golden.score.misses if golden else [],
-            "stale_queries": golden.stale_queries if golden else [],
+            **_golden_details(golden),
         },
     )
     row = {k: v for k, v in asdict(report).items() if k not in ("alert", "error_share")}
-    MetricsStore(ctx.store).add_metrics({**row, "run_id": run_id, "measured_at": now})
+    ctx.store.metrics.add_metrics({**row, "run_id": run_id, "measured_at": now})
     return report
+
+
+def _lags(sections: list[SectionTimes], pages: dict[str, PageRow], runs: list[dict[str, Any]]) -> list[float]:
+    """Embedding lag of each section the latest run wrote for a change seen since the run
+    before it (`runs`: the latest two committed runs, newest first)."""
+    if not runs:
+        return []
+    latest = runs[0]["started_at"]
+    previous = runs[1]["started_at"] if len(runs) > 1 else None  # the previous successful run
+    lags: list[float] = []
+    for s in sections:
+        page = pages.get(s.url)
+        if page is None or s.indexed_at < latest or (page.last_changed or 0.0) < (previous or 0.0):
+            continue
+        updated = _updated(page.page_date)
+        lag = embedding_lag(s.indexed_at, page.last_changed, updated, first_seen=page.first_seen, previous_run=previous)
+        if lag is not None:
+            lags.append(lag)
+    return lags
+
+
+def _golden_details(golden: GoldenRun | None) -> dict[str, Any]:
+    return {
+        "golden_queries": golden.score.queries if golden else 0,
+        "golden_misses": golden.score.misses if golden else [],
+        "stale_queries": golden.stale_queries if golden else [],
+    }
 
 
 @dataclass(slots=True)
@@ -148,8 +154,8 @@ class AfterRun:
 def after_run(ctx: SourceContext, *, stale_share: float, run_id: str | None = None) -> AfterRun:
     """What `freshness_metrics` does after every refresh: settle a landed re-index request,
     run the golden set (counting misses), store the metrics and deliver change events."""
-    metrics = MetricsStore(ctx.store)
-    state = ctx.store.source_state(ctx.name)
+    metrics = ctx.store.metrics
+    state = ctx.store.sources.get(ctx.name)
     settled = metrics.settle_reindex(ctx.name, state.active_version) if state else False
     path = golden_file(ctx.source)
     golden = evaluate(ctx, load_golden(path)) if path else None
@@ -159,7 +165,7 @@ def after_run(ctx: SourceContext, *, stale_share: float, run_id: str | None = No
     return AfterRun(report, golden, requested, settled, deliveries)
 
 
-def _last_changed(pages: dict[str, Any], url: str) -> float | None:
+def _last_changed(pages: dict[str, PageRow], url: str) -> float | None:
     page = pages.get(url)
     return page.last_changed if page else None
 
@@ -182,11 +188,12 @@ def freshness_status(ctx: SourceContext) -> dict[str, Any]:
     share beside the score) and its history, the golden-set queries and sections missing run
     after run (probable chunking problems), a pending re-index request, and the citation
     resolution rate of the last 30 days."""
-    metrics = MetricsStore(ctx.store)
+    metrics = ctx.store.metrics
     history = metrics.history(ctx.name)
     latest = history.iloc[-1].to_dict() if len(history) else None
     keys = metrics.cited_keys(ctx.name)
-    resolved = sum(1 for k in keys if ctx.store.section_by_key(ctx.name, ctx.store.resolve_key(ctx.name, k)[0]))
+    manifest = ctx.store.manifest
+    resolved = sum(1 for k in keys if manifest.by_key(ctx.name, manifest.resolve_key(ctx.name, k)[0]))
     return {
         "freshness": latest
         and {

@@ -51,9 +51,9 @@ class StagedPlan:
 def make_plan(ctx: SourceContext, sections: SectionSet) -> StagedPlan:
     started = time.time()
     store, src = ctx.store, ctx.source
-    state = store.source_state(src.name)
+    state = store.sources.get(src.name)
     urls = set(sections.signatures) | set(sections.moves.values())
-    previous = store.manifest(src.name, urls)
+    previous = store.manifest.sections(src.name, urls)
     plan = plan_refresh(
         src.name,
         previous,
@@ -69,7 +69,7 @@ def make_plan(ctx: SourceContext, sections: SectionSet) -> StagedPlan:
         plan=plan,
         sections=sections,
         base_generation=state.generation if state else 0,
-        indexed_before=store.manifest_count(src.name),
+        indexed_before=store.manifest.count(src.name),
         reindex_reason=sections.reindex_reason,
         previous_ids=prev_ids,
         previous_urls={s.url for s in previous},

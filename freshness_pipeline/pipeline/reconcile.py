@@ -77,7 +77,7 @@ def compare(ctx: SourceContext, state: SourceState | None, *, committed: bool = 
     if state is None or state.generation == 0:
         return report  # nothing was ever indexed
     report.namespace = namespace(ctx.name, state.active_version)
-    manifest = ctx.store.manifest_hashes(ctx.name)
+    manifest = ctx.store.manifest.hashes(ctx.name)
     report.records = len(manifest)
     key = f"{report.namespace}{' committed' if committed else ''}"
     seen = {"manifest": _digest(manifest), "store": ctx.vectors.snapshot(report.namespace)}
@@ -128,14 +128,14 @@ def _remember(source: str, key: str, seen: dict[str, str | None]) -> None:
 
 def reconcile(ctx: SourceContext, *, fix: bool = False) -> ReconcileReport:
     """What differs between the manifest and the active namespace (before any fix)."""
-    with ctx.store.lock(ctx.name, wait=True):
-        state = ctx.store.source_state(ctx.name)
+    with ctx.store.locks.lock(ctx.name, wait=True):
+        state = ctx.store.sources.get(ctx.name)
         report = compare(ctx, state)
         if not fix or report.clean or state is None:
             return report
         if report.damage:  # unreadable: rebuilt whole from the manifest and the cache
             ctx.vectors.drop_namespace(report.namespace)
-            ids: list[str] = sorted(ctx.store.manifest_hashes(ctx.name))
+            ids: list[str] = sorted(ctx.store.manifest.hashes(ctx.name))
         else:
             ids = [*report.orphans, *report.missing, *report.mismatched]
         deleted, upserted = restore_from_manifest(ctx, state, ids)

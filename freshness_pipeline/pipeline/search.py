@@ -9,7 +9,6 @@ from typing import Any
 
 from ..adapters.damage import REPAIR_INDEX, DamagedState
 from ..adapters.embedders import make_embedder
-from ..adapters.state.metrics_store import MetricsStore
 from ..adapters.state.store import StateStore
 from ..adapters.vectorstores.base import Hit
 from ..config import Settings, state_url
@@ -52,7 +51,7 @@ def dump(settings: Settings, source: str) -> Iterator[dict[str, Any]]:
     commit)."""
     ctx = SourceContext.open(settings, source, read_only=True)
     try:
-        state = ctx.store.source_state(source)
+        state = ctx.store.sources.get(source)
         if state is not None:
             yield from ctx.vectors.records(namespace(source, state.active_version), committed=True)
     finally:
@@ -64,7 +63,7 @@ def indexed_sources(settings: Settings, names: list[str]) -> list[str]:
     without write access."""
     store = StateStore(state_url(settings), read_only=True)
     try:
-        return [n for n in names if (s := store.source_state(n)) is not None and s.generation > 0]
+        return [n for n in names if (s := store.sources.get(n)) is not None and s.generation > 0]
     finally:
         store.close()
 
@@ -85,7 +84,7 @@ def search(
     for s in chosen:
         ctx = SourceContext.open(settings, s.name, read_only=True)
         try:
-            state = ctx.store.source_state(s.name)
+            state = ctx.store.sources.get(s.name)
             if state is None or state.generation == 0:
                 continue
             vector = configured
@@ -93,7 +92,7 @@ def search(
                 # A re-index to another model is under way: the active index still holds the old one.
                 vector = _old_model_vector(settings, state, query)
             hits = _committed_hits(ctx, state, vector, k)
-            pages = ctx.store.page_markdown(s.name, {h.metadata["url"] for h in hits})
+            pages = ctx.store.pages.markdown(s.name, {h.metadata["url"] for h in hits})
             for h in hits:
                 m = h.metadata
                 text = m.get("text", "")
@@ -126,7 +125,7 @@ def _committed_hits(ctx: SourceContext, state: SourceState, vector: list[float],
     Nothing found where the manifest lists records is a lost vector store, said so."""
     ns = namespace(ctx.name, state.active_version)
     hits = ctx.vectors.query(ns, vector, k, committed=True)
-    if not hits and (n := ctx.store.manifest_count(ctx.name)):
+    if not hits and (n := ctx.store.manifest.count(ctx.name)):
         raise DamagedState(
             f"{ns} holds no records but the manifest lists {n} (the vector store was lost or emptied); {REPAIR_INDEX}"
         )
@@ -151,7 +150,7 @@ def _record(settings: Settings, query: str, top: list[Result], model: str) -> No
     try:
         store = StateStore(state_url(settings))
         try:
-            MetricsStore(store).record_search(weak=weak, cited=sorted({(r.source, r.key) for r in top}))
+            store.metrics.record_search(weak=weak, cited=sorted({(r.source, r.key) for r in top}))
         finally:
             store.close()
     except DamagedState as exc:  # a read-only home still answers searches
@@ -163,8 +162,8 @@ def resolve(settings: Settings, key: str, *, source: str | None = None) -> dict[
     for s in [settings.source(source)] if source else settings.sources:
         ctx = SourceContext.open(settings, s.name, read_only=True)
         try:
-            current, hops = ctx.store.resolve_key(s.name, key)
-            chunks = ctx.store.section_by_key(s.name, current)
+            current, hops = ctx.store.manifest.resolve_key(s.name, key)
+            chunks = ctx.store.manifest.by_key(s.name, current)
         finally:
             ctx.close()
         if chunks:

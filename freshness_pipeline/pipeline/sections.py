@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from ..adapters.state.metrics_store import MetricsStore
 from ..core.models import Section
 from ..core.versions import page_signature, template_hash
 from .context import SourceContext
@@ -35,7 +34,7 @@ class SectionSet:
 def current_sections(ctx: SourceContext, crawl: CrawlReport | None = None) -> SectionSet:
     started = time.time()
     src, store = ctx.source, ctx.store
-    state = store.source_state(src.name)
+    state = store.sources.get(src.name)
     out = SectionSet(source=src.name, crawl=crawl)
     if state is None:
         out.seconds = time.time() - started
@@ -43,12 +42,12 @@ def current_sections(ctx: SourceContext, crawl: CrawlReport | None = None) -> Se
     diffs = ctx.versions.differences(state)
     if diffs and state.generation > 0:
         out.reindex_reason = "version change: " + "; ".join(diffs)
-    elif state.generation > 0 and (asked := MetricsStore(store).pending_reindex(src.name)):
+    elif state.generation > 0 and (asked := store.metrics.pending_reindex(src.name)):
         out.reindex_reason = asked["reason"]  # e.g. repeated golden-set misses (pipeline/golden.py)
     blocks = frozenset(state.template_blocks)
     thash = template_hash(state.template_blocks)
     dirty: dict[str, str] = {}
-    pages = store.load_pages(src.name, with_markdown=False)
+    pages = store.pages.load(src.name, with_markdown=False)
     for page in pages.values():
         if page.state != "live":
             if page.indexed_signature is not None:  # its sections are still indexed
@@ -69,7 +68,7 @@ def current_sections(ctx: SourceContext, crawl: CrawlReport | None = None) -> Se
         page = pages.get(url)
         if page is not None and page.state == "live" and page.text_hash is not None:
             dirty[url] = page_signature(page.text_hash, page.title, thash, ctx.versions)
-    markdown = store.page_markdown(src.name, dirty)
+    markdown = store.pages.markdown(src.name, dirty)
     jobs = [
         SegmentJob(url, markdown.get(url, ""), pages[url].page_date, pages[url].title, blocks, ctx.tokenizer)
         for url in sorted(dirty)

@@ -24,14 +24,14 @@ FLAPPING_WINDOW_S = 7 * 86_400.0  # ... and in more than half of them: a missed 
 def source_status(settings: Settings, name: str, *, recent_runs: int = 10) -> dict[str, Any]:
     ctx = SourceContext.open(settings, name, read_only=True)
     try:
-        pages = ctx.store.load_pages(name, with_markdown=False).values()
-        runs = ctx.store.runs(name, limit=recent_runs)
+        pages = ctx.store.pages.load(name, with_markdown=False).values()
+        runs = ctx.store.runs.recent(name, limit=recent_runs)
         tiers = Counter(p.tier for p in pages if p.state == "live")
         since = time.time() - FLAPPING_WINDOW_S
-        week_runs = sum(1 for r in ctx.store.runs(name, limit=1000) if r["started_at"] >= since)
-        reembeds = Counter(ctx.store.reembed_counts(name, since))
+        week_runs = sum(1 for r in ctx.store.runs.recent(name, limit=1000) if r["started_at"] >= since)
+        reembeds = Counter(ctx.store.runs.reembed_counts(name, since))
         flapping = [(url, n) for url, n in reembeds.most_common(10) if n >= FLAPPING_MIN_RUNS and n * 2 > week_runs]
-        index = compare(ctx, ctx.store.source_state(name), committed=True)  # what searches see
+        index = compare(ctx, ctx.store.sources.get(name), committed=True)  # what searches see
         fresh = freshness_status(ctx)
         if fresh["freshness"] and not index.clean:
             fresh["freshness"]["alert"] = True  # a score measured on an index that is not there
@@ -39,7 +39,7 @@ def source_status(settings: Settings, name: str, *, recent_runs: int = 10) -> di
             "source": name,
             "pages_live": sum(1 for p in pages if p.state == "live"),
             "pages_gone": sum(1 for p in pages if p.state != "live"),
-            "sections_indexed": ctx.store.manifest_count(name),
+            "sections_indexed": ctx.store.manifest.count(name),
             "tiers": dict(tiers),
             "last_run": runs[0] if runs else None,
             "flagged": sorted((p.url, p.flag) for p in pages if p.flag),

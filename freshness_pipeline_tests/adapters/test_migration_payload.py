@@ -39,6 +39,6 @@ def test_0003_dates_existing_rows_by_when_they_were_indexed(any_state_url: str) 
     assert {"as_of", "title"} <= columns and "page_date" not in columns
     engine.dispose()
     store = StateStore(any_state_url)
-    (row,) = store.manifest("docs")
+    (row,) = store.manifest.sections("docs")
     assert (row.as_of, row.title, row.text) == ("2025-07", None, "body")
     store.close()

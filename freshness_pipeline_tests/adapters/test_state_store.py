@@ -1,4 +1,4 @@
-"""The state store on SQLite and on the real local Postgres: migrations, pages, the
+"""The state store's repositories on SQLite and on the real local Postgres: pages, the
 manifest commit, key redirects, the embedding cache, write-ahead intents and the lock."""
 
 from __future__ import annotations
@@ -9,10 +9,17 @@ import time
 import numpy as np
 import pytest
 
-from freshness_pipeline.adapters.state.store import SourceBusy, StateStore
+from freshness_pipeline.adapters.state.store import SourceBusy, StateStore, migrate
 from freshness_pipeline.core.fingerprint import content_hash
 from freshness_pipeline.core.models import Move, Plan, Section
 from freshness_pipeline.core.state import ChangeEvent, PageRow, SourceState
+
+
+@pytest.fixture
+def url(any_state_url: str) -> str:
+    """A state database at the newest schema, on SQLite and on Postgres."""
+    migrate(any_state_url)
+    return any_state_url
 
 
 def sec(key: str, text: str, url: str = "http://d.test/p", simhash: int | None = (1 << 63) + 5) -> Section:
@@ -26,7 +33,7 @@ def state(source: str = "docs") -> SourceState:
 
 
 def commit(store: StateStore, plan: Plan, gen: int, **kw) -> None:
-    store.commit(
+    store.manifest.commit(
         state(plan.source),
         plan,
         base_generation=gen,
@@ -37,9 +44,9 @@ def commit(store: StateStore, plan: Plan, gen: int, **kw) -> None:
     )
 
 
-def test_commit_applies_plan_and_bumps_generation(any_state_url: str) -> None:
-    store = StateStore(any_state_url)
-    store.save_pages([PageRow("docs", "http://d.test/p", "http://d.test/p/", markdown="# P", text_hash="h")])
+def test_commit_applies_plan_and_bumps_generation(url: str) -> None:
+    store = StateStore(url)
+    store.pages.save([PageRow("docs", "http://d.test/p", "http://d.test/p/", markdown="# P", text_hash="h")])
     a, b = sec("a", "alpha"), sec("b", "beta")
     commit(
         store,
@@ -48,86 +55,84 @@ def test_commit_applies_plan_and_bumps_generation(any_state_url: str) -> None:
         signatures={"http://d.test/p": "sig1"},
         events=[ChangeEvent("http://d.test/p", "new", None, ("a", "b"))],
     )
-    got = {s.id: s for s in store.manifest("docs")}
+    got = {s.id: s for s in store.manifest.sections("docs")}
     assert got == {a.id: a, b.id: b}  # simhash round-trips through the signed column
-    assert store.source_state("docs").generation == 1
-    assert store.load_pages("docs")["http://d.test/p"].indexed_signature == "sig1"
+    assert store.sources.get("docs").generation == 1
+    assert store.pages.load("docs")["http://d.test/p"].indexed_signature == "sig1"
 
     b2, c = sec("b", "beta v2"), sec("c", "alpha")
     plan = Plan("docs", changed=[b2], moved=[Move(a.id, c)], key_redirects=[("a", "c")])
     commit(store, plan, 1)
-    assert store.manifest_hashes("docs") == {b2.id: b2.content_hash, c.id: c.content_hash}
-    assert store.resolve_key("docs", "a") == ("c", ["a"])
-    assert [r["counts"] for r in store.runs("docs")] == [{"embedded": 1}, {"embedded": 1}]
+    assert store.manifest.hashes("docs") == {b2.id: b2.content_hash, c.id: c.content_hash}
+    assert store.manifest.resolve_key("docs", "a") == ("c", ["a"])
+    assert [r["counts"] for r in store.runs.recent("docs")] == [{"embedded": 1}, {"embedded": 1}]
 
 
-def test_stale_plan_is_refused_and_changes_nothing(any_state_url: str) -> None:
-    store = StateStore(any_state_url)
+def test_stale_plan_is_refused_and_changes_nothing(url: str) -> None:
+    store = StateStore(url)
     commit(store, Plan("docs", new=[sec("a", "alpha")]), 0)
     with pytest.raises(RuntimeError, match="changed since this plan was made"):
         commit(store, Plan("docs", new=[sec("b", "beta")]), 0)
-    assert set(store.manifest_hashes("docs")) == {"a:0"}
+    assert set(store.manifest.hashes("docs")) == {"a:0"}
 
 
-def test_replace_all_swaps_the_whole_manifest(any_state_url: str) -> None:
-    store = StateStore(any_state_url)
+def test_replace_all_swaps_the_whole_manifest(url: str) -> None:
+    store = StateStore(url)
     commit(store, Plan("docs", new=[sec("a", "alpha"), sec("b", "beta")]), 0)
     commit(store, Plan("docs", new=[sec("c", "gamma")]), 1, replace_all=True)
-    assert set(store.manifest_hashes("docs")) == {"c:0"}
+    assert set(store.manifest.hashes("docs")) == {"c:0"}
 
 
-def test_embedding_cache_round_trip(any_state_url: str) -> None:
-    store = StateStore(any_state_url)
+def test_embedding_cache_round_trip(url: str) -> None:
+    store = StateStore(url)
     v = np.arange(4, dtype=np.float32)
-    store.put_vectors("m", 4, {"h1": v})
-    store.put_vectors("m", 4, {"h1": v + 1})  # first write wins: same text, same vector
-    got = store.cached_vectors("m", 4, ["h1", "h2"])
+    store.vector_cache.put("m", 4, {"h1": v})
+    store.vector_cache.put("m", 4, {"h1": v + 1})  # first write wins: same text, same vector
+    got = store.vector_cache.get("m", 4, ["h1", "h2"])
     assert list(got) == ["h1"] and np.array_equal(got["h1"], v)
-    assert store.cached_vectors("other-model", 4, ["h1"]) == {}
+    assert store.vector_cache.get("other-model", 4, ["h1"]) == {}
 
 
-def test_pending_intents_cleared_by_commit(any_state_url: str) -> None:
-    store = StateStore(any_state_url)
-    store.add_pending("docs", "docs-v1", ["a:0", "b:0"])
-    store.add_pending("docs", "docs-v1", ["a:0"])
-    assert store.pending("docs") == {"docs-v1": {"a:0", "b:0"}}
+def test_pending_intents_cleared_by_commit(url: str) -> None:
+    store = StateStore(url)
+    store.intents.add("docs", "docs-v1", ["a:0", "b:0"])
+    store.intents.add("docs", "docs-v1", ["a:0"])
+    assert store.intents.pending("docs") == {"docs-v1": {"a:0", "b:0"}}
     commit(store, Plan("docs", new=[sec("a", "alpha")]), 0)
-    assert store.pending("docs") == {}
+    assert store.intents.pending("docs") == {}
 
 
 def _hold_lock(url: str, ready, release) -> None:  # runs in a child process
     store = StateStore(url)
-    with store.lock("docs"):
+    with store.locks.lock("docs"):
         ready.set()
         release.wait(10)
 
 
-def test_second_run_on_a_source_is_refused_while_the_first_holds_it(any_state_url: str) -> None:
-    StateStore(any_state_url)  # migrate before the child starts
+def test_second_run_on_a_source_is_refused_while_the_first_holds_it(url: str) -> None:
     ctx = multiprocessing.get_context("spawn")
     ready, release = ctx.Event(), ctx.Event()
-    child = ctx.Process(target=_hold_lock, args=(any_state_url, ready, release))
+    child = ctx.Process(target=_hold_lock, args=(url, ready, release))
     child.start()
     try:
         assert ready.wait(30)
-        store = StateStore(any_state_url)
+        store = StateStore(url)
         with pytest.raises(SourceBusy, match="being refreshed by another run"):
-            with store.lock("docs"):
+            with store.locks.lock("docs"):
                 pass
-        with store.lock("other-source"):  # other sources are not blocked
+        with store.locks.lock("other-source"):  # other sources are not blocked
             pass
     finally:
         release.set()
         child.join(10)
-    with store.lock("docs"):  # released with the holder
+    with store.locks.lock("docs"):  # released with the holder
         pass
 
 
-def test_lock_dies_with_a_killed_process(any_state_url: str) -> None:
-    StateStore(any_state_url)
+def test_lock_dies_with_a_killed_process(url: str) -> None:
     ctx = multiprocessing.get_context("spawn")
     ready, release = ctx.Event(), ctx.Event()
-    child = ctx.Process(target=_hold_lock, args=(any_state_url, ready, release))
+    child = ctx.Process(target=_hold_lock, args=(url, ready, release))
     child.start()
     assert ready.wait(30)
     child.kill()
@@ -135,19 +140,19 @@ def test_lock_dies_with_a_killed_process(any_state_url: str) -> None:
     deadline = time.time() + 10
     while True:
         try:
-            with StateStore(any_state_url).lock("docs"):
+            with StateStore(url).locks.lock("docs"):
                 break
         except SourceBusy:
             assert time.time() < deadline, "lock of a killed process was never released"
             time.sleep(0.2)
 
 
-def test_saving_a_row_loaded_without_text_keeps_the_text(any_state_url: str) -> None:
-    store = StateStore(any_state_url)
-    store.save_pages([PageRow("docs", "http://d.test/p", "http://d.test/p/", markdown="# P\n\nbody", text_hash="h")])
-    row = store.load_pages("docs", with_markdown=False)["http://d.test/p"]
+def test_saving_a_row_loaded_without_text_keeps_the_text(url: str) -> None:
+    store = StateStore(url)
+    store.pages.save([PageRow("docs", "http://d.test/p", "http://d.test/p/", markdown="# P\n\nbody", text_hash="h")])
+    row = store.pages.load("docs", with_markdown=False)["http://d.test/p"]
     assert row.markdown is None
     row.etag = '"v2"'
-    store.save_pages([row])
-    assert store.page_markdown("docs", ["http://d.test/p"]) == {"http://d.test/p": "# P\n\nbody"}
-    assert store.load_pages("docs")["http://d.test/p"].etag == '"v2"'
+    store.pages.save([row])
+    assert store.pages.markdown("docs", ["http://d.test/p"]) == {"http://d.test/p": "# P\n\nbody"}
+    assert store.pages.load("docs")["http://d.test/p"].etag == '"v2"'

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from sqlalchemy import create_engine, make_url, text
 
-from freshness_pipeline.adapters.state.store import StateStore
+from freshness_pipeline.adapters.state.store import StateStore, migrate
 from freshness_pipeline.cli import main
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.conftest import PG_ADMIN_URL
@@ -112,8 +112,8 @@ def test_manifest_and_dagster_instance_on_postgres(
     eng.dispose()
     assert statuses == ["SUCCESS", "SUCCESS"]
     store = StateStore(state_url)
-    assert store.manifest_count("docs") == len(v2.expected(""))
-    assert store.source_state("docs").generation == 2
+    assert store.manifest.count("docs") == len(v2.expected(""))
+    assert store.sources.get("docs").generation == 2
     store.close()
     assert not (home / "freshness.db").exists()  # the manifest is in Postgres, not SQLite
 
@@ -127,13 +127,14 @@ def test_two_runs_of_one_source_at_once(
         site.publish(v1.markdown())
 
         # Another run holds the source: `freshness run` refuses, naming the reason.
+        migrate(state_url)
         store = StateStore(state_url)
-        with store.lock("docs"):
+        with store.locks.lock("docs"):
             code, out = cli(capsys, sources, "run", "--json")
         outcome = json.loads(out)
         assert code == 1 and outcome["status"] == "failure"
         assert "is being refreshed by another run" in outcome["message"]
-        assert store.manifest_count("docs") == 0
+        assert store.manifest.count("docs") == 0
 
         # Two processes at once: each one finishes or refuses cleanly; nothing is corrupted.
         logs = [tmp_path / f"run{i}.log" for i in range(2)]
@@ -146,7 +147,7 @@ def test_two_runs_of_one_source_at_once(
         assert refresh(sources, "docs", dagster_home, embed_log=logs[0], state_url=state_url) == 0
         index_equals(capsys, sources, v1, site.base_url)
         assert sum(map(texts_embedded, logs)) == len(texts(v1))  # no text embedded twice
-        assert store.pending("docs") == {}
+        assert store.intents.pending("docs") == {}
         store.close()
 
 

@@ -67,9 +67,11 @@ def _main(sources: str, source: str, home: str, crash: str | None, embed_log: st
     from freshness_pipeline.config import load_settings
     from freshness_pipeline.pipeline.context import SourceContext
     from freshness_pipeline.pipeline.crawl import crawl
+    from freshness_pipeline.pipeline.maintenance import migrate
     from freshness_pipeline.pipeline.planning import make_plan
     from freshness_pipeline.pipeline.sections import current_sections
 
+    migrate(load_settings())  # as a run's first stage does
     ctx = SourceContext.open(load_settings(), source)
     try:
         staged = make_plan(ctx, current_sections(ctx, crawl(ctx)))

@@ -128,7 +128,7 @@ def test_crash_then_recover(seed: int, baseline, tmp_path: Path, monkeypatch: py
     v2 = next_version(v1, edited, t["rng"])
     log = tmp_path / "embeds.log"
     ctx = SourceContext.open(load_settings(sources), "docs")
-    version_before = ctx.store.source_state("docs").active_version
+    version_before = ctx.store.sources.get("docs").active_version
     ctx.close()
 
     site.publish(v2.markdown())
@@ -141,13 +141,13 @@ def test_crash_then_recover(seed: int, baseline, tmp_path: Path, monkeypatch: py
 
     ctx = SourceContext.open(load_settings(sources), "docs")
     try:
-        state = ctx.store.source_state("docs")
+        state = ctx.store.sources.get("docs")
         active = namespace("docs", state.active_version)
         got = [(r["url"], r["heading_path"], r["text"]) for r in ctx.vectors.records(active)]
         assert len(got) == len(set(got)), "duplicate records"
         assert set(got) == final.expected(site.base_url)
         assert reconcile(ctx).clean
-        assert ctx.store.pending("docs") == {}
+        assert ctx.store.intents.pending("docs") == {}
         assert lancedb.connect(str(home / "vectors")).list_tables().tables == [active]
         if t["reindex"]:
             assert state.active_version == version_before + 1

@@ -36,7 +36,7 @@ def edit_one(site: Site, rng: random.Random) -> Site:
 def manifest_texts() -> list[str]:
     store = StateStore(state_url(load_settings()))
     try:
-        return [s.text for s in store.manifest(SOURCE)]
+        return [s.text for s in store.manifest.sections(SOURCE)]
     finally:
         store.close()
 
@@ -123,7 +123,7 @@ def test_an_overridden_spike_does_not_weaken_the_next_check(
     assert spike.metadata["history_median"].value == untouched["history_median"].value
     store = StateStore(state_url(load_settings()))
     try:
-        overridden = store.runs(SOURCE)[0]  # the blocked run committed nothing
+        overridden = store.runs.recent(SOURCE)[0]  # the blocked run committed nothing
     finally:
         store.close()
     assert overridden["run_id"] == allowed.run_id
@@ -151,8 +151,8 @@ def test_stale_share_reconcile_and_flagged_pages(sources: Path, site: DocsSite, 
     # Drift: a record deleted behind the manifest's back.
     ctx = SourceContext.open(load_settings(), SOURCE)
     try:
-        ns = f"{SOURCE}-v{ctx.store.source_state(SOURCE).active_version}"
-        gone = sorted(ctx.store.manifest_hashes(SOURCE))[0]
+        ns = f"{SOURCE}-v{ctx.store.sources.get(SOURCE).active_version}"
+        gone = sorted(ctx.store.manifest.hashes(SOURCE))[0]
         ctx.vectors.delete(ns, [gone])
     finally:
         ctx.close()

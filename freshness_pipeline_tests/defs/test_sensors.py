@@ -31,10 +31,12 @@ from freshness_pipeline_tests.sitegen import generate
 
 
 def evaluate(sensor: dg.SensorDefinition, instance: dg.DagsterInstance, cursor: str | None = None):
-    ctx = dg.build_sensor_context(
-        instance=instance, cursor=cursor, definitions=defs, resources={"freshness": FreshnessResource()}
-    )
-    with dg.partition_loading_context(dynamic_partitions_store=instance):  # as the daemon does
+    with (
+        dg.build_sensor_context(  # a context manager: the resource closes its store after the tick
+            instance=instance, cursor=cursor, definitions=defs, resources={"freshness": FreshnessResource()}
+        ) as ctx,
+        dg.partition_loading_context(dynamic_partitions_store=instance),  # as the daemon does
+    ):
         return sensor.evaluate_tick(ctx)
 
 

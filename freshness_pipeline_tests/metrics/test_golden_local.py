@@ -111,10 +111,10 @@ def test_golden_set_on_the_local_model(dagster_home: Path, tmp_path: Path, capsy
         assert top.url.endswith("/configuration") and top.heading_path == "Configuration > Network settings"
         ctx = SourceContext.open(settings, "demo")
         try:
-            page = ctx.store.page_markdown("demo", [top.url])[top.url]
+            page = ctx.store.pages.markdown("demo", [top.url])[top.url]
             # Weak-match calibration on v2 (docs/metrics.md): every off-topic query falls
             # under the threshold, the on-topic ones stay over it.
-            ns = namespace("demo", ctx.store.source_state("demo").active_version)
+            ns = namespace("demo", ctx.store.sources.get("demo").active_version)
             vectors = ctx.embedder.embed([*ON_TOPIC, *OFF_TOPIC])
             best = [ctx.vectors.query(ns, v.tolist(), 1)[0].score for v in vectors]
         finally:

@@ -8,8 +8,7 @@ import time
 import pytest
 
 from freshness_pipeline.adapters.state import schema
-from freshness_pipeline.adapters.state.metrics_store import MetricsStore
-from freshness_pipeline.adapters.state.store import StateStore
+from freshness_pipeline.adapters.state.store import StateStore, migrate
 from freshness_pipeline.config import Settings
 from freshness_pipeline.core.state import PageRow
 from freshness_pipeline.pipeline.context import SourceContext
@@ -19,8 +18,9 @@ H = 3600.0
 
 
 def test_counters_requests_and_retention(any_state_url: str) -> None:
+    migrate(any_state_url)
     store = StateStore(any_state_url)
-    m = MetricsStore(store)
+    m = store.metrics
     streaks = [
         m.count_misses("docs", "query", {"q": missed, "ok": False}) for missed in (True, True, False, True, True, True)
     ]
@@ -68,8 +68,9 @@ def hand_built(
     settings = Settings.model_validate(
         {"sources": [{"name": "docs", "sitemap": "http://x/sitemap.xml"}], "state_url": url}
     )
+    migrate(url)
     store = StateStore(url)
-    store.save_pages(pages)
+    store.pages.save(pages)
     with store.engine.begin() as conn:
         conn.execute(
             schema.sections.insert(),
@@ -125,7 +126,7 @@ def test_measure_on_a_hand_built_manifest(tmp_path) -> None:
     # no golden set, age within target.
     assert r.score == pytest.approx(0.84272, abs=1e-5) and r.alert
     assert "fetch errors: 40.0%" in r.line()
-    assert MetricsStore(store).history("docs")[["run_id", "stale_share"]].values.tolist() == [["r1", 0.1]]
+    assert store.metrics.history("docs")[["run_id", "stale_share"]].values.tolist() == [["r1", 0.1]]
     status = freshness_status(ctx)["freshness"]
     assert (status["score"], status["error_share"], status["alert"]) == (r.score, 0.4, True)
     store.close()

@@ -62,12 +62,12 @@ def test_three_consecutive_misses_trigger_a_full_reindex(
 
         assert cli_json(capsys, sources, "run")["status"] == "success"  # the re-index
         store = StateStore(state)
-        last = store.runs("docs", limit=1)[0]
+        last = store.runs.recent("docs", limit=1)[0]
         assert (
             last["reason"].startswith("golden set:")
             and last["counts"]["upserted"] == last["counts"]["sections_indexed"]
         )
-        assert store.source_state("docs").active_version == 2
+        assert store.sources.get("docs").active_version == 2
         status = cli_json(capsys, sources, "status")[0]
         assert status["reindex_requested"] is None  # settled: the re-index landed
         assert [m["consecutive"] for m in status["chunking_problems"]] == [4, 4]  # still missing

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from freshness_pipeline.adapters.state.metrics_store import MetricsStore
 from freshness_pipeline.adapters.state.store import StateStore
 from freshness_pipeline.cli import main
 from freshness_pipeline.config import ConfigError, load_settings, state_url
@@ -18,9 +17,9 @@ from freshness_pipeline_tests.sitegen import generate
 
 
 def weak_and_cited(sources: Path) -> tuple[list[str], list[str]]:
-    store = StateStore(state_url(load_settings(sources)))
+    store = StateStore(state_url(load_settings(sources)), read_only=True)
     try:
-        metrics = MetricsStore(store)
+        metrics = store.metrics
         return metrics.weak_queries()["query"].tolist(), metrics.cited_keys("docs")
     finally:
         store.close()

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from freshness_pipeline.adapters.state import schema
-from freshness_pipeline.adapters.state.metrics_store import MetricsStore
-from freshness_pipeline.adapters.state.store import StateStore
+from freshness_pipeline.adapters.state.store import StateStore, migrate
 from freshness_pipeline.adapters.webhooks import EVENT_HEADER, SIGNATURE_HEADER, deliver
 from freshness_pipeline.config import Webhook
 from freshness_pipeline_tests.metrics.receiver import Receiver, free_port
@@ -39,8 +38,9 @@ def add_events(store: StateStore, events: list[tuple[str, str]]) -> None:
 
 def test_delivery_survives_a_receiver_outage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOOK_SECRET", SECRET)
+    migrate(f"sqlite:///{tmp_path / 'state.db'}")
     store = StateStore(f"sqlite:///{tmp_path / 'state.db'}")
-    metrics = MetricsStore(store)
+    metrics = store.metrics
     port = free_port()
     hook = Webhook(
         url=f"http://127.0.0.1:{port}/hook", secret_env="HOOK_SECRET", attempts=3, backoff_s=0.01, timeout_s=2
@@ -86,8 +86,9 @@ def test_delivery_survives_a_receiver_outage(tmp_path: Path, monkeypatch: pytest
 
 def test_a_missing_secret_delivers_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NO_SUCH_SECRET", raising=False)
+    migrate(f"sqlite:///{tmp_path / 'state.db'}")
     store = StateStore(f"sqlite:///{tmp_path / 'state.db'}")
     add_events(store, [("a", "new")])
-    out = deliver(MetricsStore(store), Webhook(url="http://127.0.0.1:9/x", secret_env="NO_SUCH_SECRET"))
+    out = deliver(store.metrics, Webhook(url="http://127.0.0.1:9/x", secret_env="NO_SUCH_SECRET"))
     assert out.delivered == 0 and out.backlog == 1 and "NO_SUCH_SECRET" in (out.error or "")
     store.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from freshness_pipeline.adapters.state.store import StateStore
+from freshness_pipeline.adapters.state.store import StateStore, migrate
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.pipeline.driver import Freshness
 from freshness_pipeline_tests.sitegen import Site, generate
@@ -163,14 +164,30 @@ def test_a_read_only_open_changes_nothing_and_takes_any_path(tmp_path: Path) -> 
     folder = tmp_path / "odd name #1?"
     folder.mkdir()
     url = f"sqlite:///{folder / 'freshness.db'}"
-    StateStore(url).close()  # made and migrated by a writer
+    migrate(url)  # made by a refresh's first stage
     before = sorted(p.name for p in folder.iterdir())
     reader = StateStore(url, read_only=True)
     try:
-        assert reader.read_only and reader.source_state("docs") is None and reader.manifest_count("docs") == 0
+        assert reader.read_only and reader.sources.get("docs") is None and reader.manifest.count("docs") == 0
     finally:
         reader.close()
     assert sorted(p.name for p in folder.iterdir()) == before  # no -wal, no journal switch
     fresh = StateStore(f"sqlite:///{tmp_path / 'new' / 'freshness.db'}", read_only=True)
-    assert not fresh.read_only  # nothing to read yet: the normal open makes it
+    assert fresh.sources.names() == []  # nothing to read yet: an empty state, and nothing made
     fresh.close()
+    assert not (tmp_path / "new").exists()
+
+
+def test_readers_on_an_older_schema_name_freshness_migrate(
+    built: tuple, dagster_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    app, _, _ = built
+    db = dagster_home / "freshness.db"
+    with sqlite3.connect(db) as conn:  # as if this code were a release newer than the database
+        conn.execute("UPDATE alembic_version SET version_num = '0002'")
+    capsys.readouterr()
+    for args in (("status",), ("search", "cache"), ("dump",), ("reconcile",)):
+        err = one_line_error(app, *args, capsys=capsys)
+        assert f"{db} is at schema 0002, this code needs" in err and "run `freshness migrate`" in err
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [("0002",)]  # left as it was

@@ -82,7 +82,7 @@ class Pipeline:
     def pages(self) -> dict[str, PageRow]:
         store = StateStore(state_url(load_settings(self.sources)))
         try:
-            return store.load_pages("docs", with_markdown=False)
+            return store.pages.load("docs", with_markdown=False)
         finally:
             store.close()
 

@@ -57,8 +57,8 @@ def test_the_memory_of_a_clean_reconcile_hides_no_drift(app: Freshness, dagster_
     ctx = SourceContext.open(load_settings(app.sources), "docs")
     try:
         assert reconcile(ctx).clean  # remembered
-        ns = f"docs-v{ctx.store.source_state('docs').active_version}"
-        first, second = sorted(ctx.store.manifest_hashes("docs"))[:2]
+        ns = f"docs-v{ctx.store.sources.get('docs').active_version}"
+        first, second = sorted(ctx.store.manifest.hashes("docs"))[:2]
         ctx.vectors.delete(ns, [first])  # the store changed behind the manifest's back
         assert reconcile(ctx).missing == [first]
         assert reconcile(ctx, fix=True).fixed == 1 and reconcile(ctx).clean

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from freshness_pipeline.adapters.state.metrics_store import MetricsStore
 from freshness_pipeline.adapters.state.store import StateStore
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.pipeline.driver import Freshness
@@ -27,7 +26,7 @@ def test_status_json_prints_null_for_missing_metrics(dagster_home: Path) -> None
         app.run()
     store = StateStore(f"sqlite:///{dagster_home / 'freshness.db'}")
     try:
-        metrics = MetricsStore(store)
+        metrics = store.metrics
         (measured,) = metrics.history("docs").to_dict("records")
         row = {k: v for k, v in measured.items() if k != "id"}
         metrics.add_metrics({**row, "hit_at_1": 0.5, "hit_at_5": 0.75, "mrr": 0.6})  # a golden set, then

@@ -39,12 +39,12 @@ def _built_with_an_older_chunker(home: Path) -> tuple[str, str]:
     patched). Returns (stored version, current version)."""
     store = StateStore(f"sqlite:///{home / 'freshness.db'}")
     try:
-        state = store.source_state("docs")
+        state = store.sources.get("docs")
         assert state is not None
         current = state.chunker_version
         assert current.startswith(f"{CHUNKER_VERSION}/"), current
         older = f"0-older{current.removeprefix(CHUNKER_VERSION)}"
-        store.save_source_state(replace(state, chunker_version=older))
+        store.sources.save(replace(state, chunker_version=older))
     finally:
         store.close()
     return older, current
@@ -107,7 +107,7 @@ def test_a_model_change_reindexes_and_never_mixes_vectors(dagster_home: Path) ->
         db = lancedb.connect(str(dagster_home / "vectors"))
         rows = db.open_table(table_name("docs-v2")).to_arrow().select(["id", "vector"]).to_pylist()
         store = StateStore(f"sqlite:///{dagster_home / 'freshness.db'}")
-        retrieval = {s.id: s.embed_text for s in store.manifest("docs")}
+        retrieval = {s.id: s.embed_text for s in store.manifest.sections("docs")}
         store.close()
         embedder = make_embedder(EmbedderConfig(provider="hashing", dimensions=128))
         want = embedder.embed([retrieval[r["id"]] for r in rows])

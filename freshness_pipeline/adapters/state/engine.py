@@ -15,7 +15,6 @@ from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.pool import QueuePool
 
 from ..damage import DamagedState
-from .migrate import at_head
 
 
 def make_engine(url: str, *, read_only: bool) -> Engine:
@@ -36,18 +35,6 @@ def make_engine(url: str, *, read_only: bool) -> Engine:
         event.listen(engine, "connect", _sqlite_read_pragmas if read_only else _sqlite_pragmas)
         event.listen(engine, "handle_error", _sqlite_damage(Path(parsed.database or "")))
     return engine
-
-
-def readable_at_head(url: str) -> bool:
-    """Whether a read-only open will do: the database exists and needs no migration."""
-    parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite" and not Path(parsed.database or "").is_file():
-        return False
-    engine = make_engine(url, read_only=True)
-    try:
-        return at_head(engine)
-    finally:
-        engine.dispose()
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

@@ -1,31 +1,36 @@
 """The metrics side of the state store: the freshness time series, golden-set miss
 counters, re-index requests, weak queries, cited keys and webhook delivery cursors.
 
-Same database and engine as `StateStore` (tables from migration 0002).
+Same database and engine as the other repositories of `StateStore` (tables from migration 0002).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
-from sqlalchemy import delete, func, select
+from sqlalchemy import Engine, delete, func, select
 
 from ...core.freshness import next_streak
 from . import schema
-from .store import StateStore
+from .dialect import insert_ignore_rows, upsert_rows
 
 WEAK_QUERY_DAYS = 90  # weak queries are kept this long
 CITED_KEY_DAYS = 30  # the citation resolution rate looks back this far
 _DAY = 86_400.0
 
 
+class _HasEngine(Protocol):
+    @property
+    def engine(self) -> Engine: ...
+
+
 class MetricsStore:
-    def __init__(self, store: StateStore) -> None:
-        self.store = store
-        self.engine = store.engine
+    def __init__(self, engine: Engine | _HasEngine) -> None:
+        # cli.py hands over its StateStore until its commands call into pipeline/ (issue 14).
+        self.engine = engine if isinstance(engine, Engine) else engine.engine
 
     # -- the time series -----------------------------------------------------------------
 
@@ -67,7 +72,7 @@ class MetricsStore:
                     }
                 )
             if rows:
-                self.store.upsert_rows(conn, t, rows, ["source", "kind", "subject"])
+                upsert_rows(conn, t, rows, ["source", "kind", "subject"])
             # Subjects no longer in the golden set stop counting.
             gone = set(prev) - set(outcomes)
             if gone:
@@ -90,7 +95,7 @@ class MetricsStore:
     def request_reindex(self, source: str, reason: str, from_version: int) -> None:
         row = {"source": source, "reason": reason, "from_version": from_version, "requested_at": time.time()}
         with self.engine.begin() as conn:
-            self.store.insert_ignore_rows(conn, schema.reindex_requests, [row])  # the first reason stands
+            insert_ignore_rows(conn, schema.reindex_requests, [row])  # the first reason stands
 
     def pending_reindex(self, source: str) -> dict[str, Any] | None:
         t = schema.reindex_requests
@@ -176,4 +181,4 @@ class MetricsStore:
 
     def _save_cursor(self, row: dict[str, Any]) -> None:
         with self.engine.begin() as conn:
-            self.store.upsert_rows(conn, schema.webhook_cursors, [{**row, "updated_at": time.time()}], ["url"])
+            upsert_rows(conn, schema.webhook_cursors, [{**row, "updated_at": time.time()}], ["url"])

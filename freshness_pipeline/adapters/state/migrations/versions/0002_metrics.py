@@ -16,6 +16,15 @@ depends_on = None
 
 
 def upgrade() -> None:
+    _freshness_metrics()
+    _golden_misses()
+    _reindex_requests()
+    _weak_queries()
+    _cited_keys()
+    _webhook_cursors()
+
+
+def _freshness_metrics() -> None:
     op.create_table(
         "freshness_metrics",
         sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
@@ -38,6 +47,8 @@ def upgrade() -> None:
     with op.batch_alter_table("freshness_metrics", schema=None) as batch_op:
         batch_op.create_index("ix_freshness_metrics_source", ["source", "measured_at"], unique=False)
 
+
+def _golden_misses() -> None:
     op.create_table(
         "golden_misses",
         sa.Column("source", sa.String(length=64), nullable=False),
@@ -49,6 +60,9 @@ def upgrade() -> None:
         sa.Column("updated_at", sa.Float(), nullable=False),
         sa.PrimaryKeyConstraint("source", "kind", "subject"),
     )
+
+
+def _reindex_requests() -> None:
     op.create_table(
         "reindex_requests",
         sa.Column("source", sa.String(length=64), nullable=False),
@@ -57,6 +71,9 @@ def upgrade() -> None:
         sa.Column("requested_at", sa.Float(), nullable=False),
         sa.PrimaryKeyConstraint("source"),
     )
+
+
+def _weak_queries() -> None:
     op.create_table(
         "weak_queries",
         sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
@@ -70,6 +87,8 @@ def upgrade() -> None:
     with op.batch_alter_table("weak_queries", schema=None) as batch_op:
         batch_op.create_index("ix_weak_queries_created", ["created_at"], unique=False)
 
+
+def _cited_keys() -> None:
     op.create_table(
         "cited_keys",
         sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
@@ -81,6 +100,8 @@ def upgrade() -> None:
     with op.batch_alter_table("cited_keys", schema=None) as batch_op:
         batch_op.create_index("ix_cited_keys_created", ["created_at"], unique=False)
 
+
+def _webhook_cursors() -> None:
     op.create_table(
         "webhook_cursors",
         sa.Column("url", sa.String(length=2048), nullable=False),

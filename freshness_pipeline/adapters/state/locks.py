@@ -1,0 +1,73 @@
+"""The per-source lock: one run per source at a time, released even when the process dies."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from sqlalchemy import Engine, text
+from sqlalchemy.engine import make_url
+
+from ..damage import DamagedState
+from .engine import unwritable
+
+
+class SourceBusy(RuntimeError):
+    """Another run holds the source's lock."""
+
+
+class Locks:
+    """Postgres: a session advisory lock (dies with the connection). SQLite: an flock on a
+    file beside the database (dies with the process)."""
+
+    def __init__(self, engine: Engine, url: str) -> None:
+        self.engine = engine
+        self.url = url  # a read-only SQLite engine has no path of its own
+
+    @contextmanager
+    def lock(self, source: str, *, wait: bool = False) -> Iterator[None]:
+        """Exclusive per-source lock; `SourceBusy` when another run holds it (unless `wait`)."""
+        if self.engine.dialect.name == "sqlite":
+            with self._file_lock(source, wait=wait):
+                yield
+        else:
+            with self._advisory_lock(source, wait=wait):
+                yield
+
+    @contextmanager
+    def _file_lock(self, source: str, *, wait: bool) -> Iterator[None]:
+        path = Path(f"{make_url(self.url).database}.{source}.lock")
+        try:
+            fh = path.open("w")
+        except OSError as exc:
+            raise DamagedState(unwritable(path, exc.strerror or str(exc))) from None
+        with fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            except BlockingIOError:
+                raise SourceBusy(_busy(source)) from None
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    @contextmanager
+    def _advisory_lock(self, source: str, *, wait: bool) -> Iterator[None]:
+        lock_id = int.from_bytes(hashlib.sha1(source.encode()).digest()[:8], "big", signed=True)
+        with self.engine.connect() as conn:
+            if wait:
+                conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": lock_id})
+            elif not conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": lock_id}).scalar():
+                raise SourceBusy(_busy(source))
+            try:
+                yield
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": lock_id})
+                conn.commit()
+
+
+def _busy(source: str) -> str:
+    return f"source {source!r} is being refreshed by another run; try again when it finishes"

@@ -1,0 +1,33 @@
+"""Committed runs (`runs`) and what they changed, read back from their change events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Engine, func, select
+
+from . import schema
+
+
+class RunLog:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def recent(self, source: str, limit: int = 20) -> list[dict[str, Any]]:
+        """The latest committed runs of a source, newest first."""
+        t = schema.runs
+        with self.engine.connect() as conn:
+            q = select(t).where(t.c.source == source).order_by(t.c.id.desc()).limit(limit)
+            return [r._asdict() for r in conn.execute(q)]
+
+    def reembed_counts(self, source: str, since: float) -> dict[str, int]:
+        """Per page, how many runs since `since` re-embedded or rewrote some of its sections
+        (its "changed" change events: one per page per run)."""
+        t = schema.change_events
+        q = (
+            select(t.c.url, func.count())
+            .where(t.c.source == source, t.c.kind == "changed", t.c.created_at >= since)
+            .group_by(t.c.url)
+        )
+        with self.engine.connect() as conn:
+            return {url: int(n) for url, n in conn.execute(q)}
