@@ -19,6 +19,12 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from .core.cadence import Cadence
+from .core.lifecycle import LifecyclePolicy
+from .core.responses import ResponseRules
+from .core.spike import SpikeRule
+from .core.tiers import TierRules
+
 DEFAULT_SOURCES = "sources.yaml"
 
 
@@ -43,7 +49,7 @@ NonNegInt = Annotated[int, Field(strict=True, ge=0)]
 Seconds = Annotated[float, Field(strict=True, gt=0, le=86_400.0)]  # a timeout or a period
 Wait = Annotated[float, Field(strict=True, ge=0, le=3_600.0)]  # a backoff: 0 is no wait
 Hours = Annotated[float, Field(strict=True, gt=0, le=24.0 * 366)]
-Cadence = Annotated[float, Field(strict=True, ge=0, le=24.0 * 366)]  # 0: due on every sensor tick
+EveryHours = Annotated[float, Field(strict=True, ge=0, le=24.0 * 366)]  # 0: due on every sensor tick
 Share = Annotated[float, Field(strict=True, ge=0, le=1)]  # a fraction of pages, sections or queries
 Small = Annotated[int, Field(strict=True, ge=0, le=20)]  # retries, redirects
 Tries = Annotated[int, Field(strict=True, ge=1, le=20)]
@@ -98,6 +104,17 @@ class FetchPolicy(_Strict):
     # More than this share of one run's fetched pages redirecting to one URL is an outage
     # (a maintenance page): they are held as errors, even with the spike override.
     max_redirect_share: Share = 0.5
+
+    def response_rules(self) -> ResponseRules:
+        return ResponseRules(max_bytes=self.max_bytes, soft_404_min_chars=self.soft_404_min_chars)
+
+    def lifecycle_rules(self) -> LifecyclePolicy:
+        return LifecyclePolicy(
+            missing_after=self.missing_after,
+            max_gone_share=self.max_gone_share,
+            max_redirect_share=self.max_redirect_share,
+            soft_404_min_chars=self.soft_404_min_chars,
+        )
 
 
 class DiscoveryPolicy(_Strict):
@@ -156,9 +173,15 @@ class TierRule(_Strict):
 class TierPolicy(_Strict):
     rules: list[TierRule] = Field(default_factory=list)
     default: Literal["hot", "warm", "cold"] = "warm"
-    hot_every_h: Cadence = 4.0
-    warm_every_h: Cadence = 24.0
-    cold_every_h: Cadence = 168.0
+    hot_every_h: EveryHours = 4.0
+    warm_every_h: EveryHours = 24.0
+    cold_every_h: EveryHours = 168.0
+
+    def url_rules(self) -> TierRules:
+        return TierRules(tuple((r.pattern, r.tier) for r in self.rules), self.default)
+
+    def cadence(self) -> Cadence:
+        return Cadence(self.hot_every_h, self.warm_every_h, self.cold_every_h)
 
 
 class CheckPolicy(_Strict):
@@ -171,6 +194,9 @@ class CheckPolicy(_Strict):
     age_target_d: Days = 730.0  # median content age the score tolerates in full
     golden_miss_runs: Count = 3  # consecutive golden-set misses that request a full re-index
     golden_min_hit5: Share | None = None  # a re-index under this hit@5 never becomes active
+
+    def spike_rule(self) -> SpikeRule:
+        return SpikeRule(min_share=self.spike_min_share, factor=self.spike_factor)
 
     @model_validator(mode="after")
     def _warn_before_error(self) -> CheckPolicy:

@@ -15,8 +15,10 @@ from pathlib import Path
 import dagster as dg
 import pytest
 import yaml
+from sqlalchemy import create_engine, text
 
 from freshness_pipeline.cli import main, run_lines
+from freshness_pipeline.core import run_counts
 from freshness_pipeline.defs.checks import ALLOW_SPIKE_TAG
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.sitegen import Site, generate
@@ -107,6 +109,9 @@ def test_run_exit_codes_checks_and_the_spike_override(dagster_home: Path) -> Non
         out, _ = cli("run", "--json", "--sources", sources)
         quiet = json.loads(out)
         assert quiet["status"] == "success" and quiet["changed"] == 0 and quiet["checks"] == []
+        assert set(run_counts.KEYS) <= quiet.keys()  # every count named in core/run_counts.py is recorded
+        (stored,) = json.loads(cli("status", "--json", "--sources", sources)[0])
+        assert set(run_counts.KEYS) <= stored["last_run"]["counts"].keys()
 
         # The small commands on this index.
         records = [json.loads(line) for line in cli("dump", "--sources", sources)[0].splitlines()]
@@ -135,7 +140,7 @@ def test_search_k_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["search", "anything", "-k", "0"])
     assert exc.value.code == 2
-    assert "argument -k: must be at least 1, not 0" in capsys.readouterr().err
+    assert "error: Invalid value for '-k': must be at least 1, not 0" in capsys.readouterr().err
 
 
 def test_sources_before_the_command_is_kept(dagster_home: Path) -> None:
@@ -158,3 +163,36 @@ def test_a_closed_pipe_ends_quietly(dagster_home: Path) -> None:
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 141, err.decode()
     assert b"Traceback" not in err and b"BrokenPipeError" not in err, err.decode()
+
+
+def test_status_does_not_load_dagster(dagster_home: Path) -> None:
+    """`freshness status` (text, with its history table, and --json) reads the state store
+    and the vector store only: no Dagster import."""
+    path = str(write_sources(dagster_home / "sources.yaml", "http://127.0.0.1:9/sitemap.xml"))
+    cli("migrate", "--sources", path)
+    engine = create_engine(f"sqlite:///{dagster_home / 'freshness.db'}")
+    with engine.begin() as conn:  # one measurement, so that status prints the history table
+        conn.execute(
+            text(
+                "INSERT INTO freshness_metrics (source, measured_at, stale_share, lag_p90_s, score, details)"
+                " VALUES ('docs', 1700000000, 0.25, 7200, 0.917, '{}')"
+            )
+        )
+    engine.dispose()
+    probe = (
+        "import sys\n"
+        "from freshness_pipeline.cli import main\n"
+        f"codes = [main(['status', '--sources', {path!r}]), main(['status', '--json', '--sources', {path!r}])]\n"
+        "loaded = sorted(m for m in sys.modules if m == 'dagster' or m.startswith('dagster.'))\n"
+        "print('dagster modules:', loaded[:5], file=sys.stderr)\n"
+        "raise SystemExit(1 if loaded or codes != [0, 0] else 0)\n"
+    )
+    env = {**os.environ, "DAGSTER_HOME": str(dagster_home)}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    text_out, _, json_out = done.stdout.partition("\n[")
+    assert text_out.startswith("docs: 0 pages, 0 sections indexed; last run never"), done.stdout
+    assert "freshness score 0.917" in text_out and "ALERT: score 0.917" in text_out, done.stdout
+    assert "measured_at" in text_out and "2023-11-14 22:13" in text_out and "2.0" in text_out, done.stdout
+    (row,) = json.loads("[" + json_out)
+    assert row["freshness"]["score"] == 0.917

@@ -8,6 +8,10 @@ import pytest
 
 from freshness_pipeline.cli import main
 from freshness_pipeline.config import ConfigError, load_settings, state_url
+from freshness_pipeline.core.cadence import Cadence
+from freshness_pipeline.core.responses import ResponseRules
+from freshness_pipeline.core.spike import SpikeRule
+from freshness_pipeline.core.tiers import TierRules, base_tier
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -99,3 +103,26 @@ def test_missing_golden_set_is_named_at_load(tmp_path: Path) -> None:
     assert str(err.value) == (
         f"{path}: sources.1.golden_set: golden set of source 'docs' not found: {tmp_path / 'sets' / 'gold.yaml'}"
     )
+
+
+def test_policies_become_core_rules(tmp_path: Path) -> None:
+    """The file's settings reach core as plain values: tier rules in order, cadence hours,
+    the spike rule and the response limits."""
+    text = """
+sources:
+  - name: a
+    sitemap: u
+    fetch: {max_bytes: 1000, soft_404_min_chars: 50}
+    tiers:
+      rules: [{pattern: '/news/', tier: hot}, {pattern: '/news/archive/', tier: cold}]
+      default: cold
+      hot_every_h: 1
+    checks: {spike_min_share: 0.3, spike_factor: 2}
+"""
+    src = load_settings(write(tmp_path, text)).sources[0]
+    rules = src.tiers.url_rules()
+    assert rules == TierRules((("/news/", "hot"), ("/news/archive/", "cold")), "cold")
+    assert [base_tier(u, rules) for u in ("http://a/news/archive/1", "http://a/guide")] == ["hot", "cold"]
+    assert src.tiers.cadence() == Cadence(hot_every_h=1, warm_every_h=24, cold_every_h=168)
+    assert src.checks.spike_rule() == SpikeRule(min_share=0.3, factor=2)
+    assert src.fetch.response_rules() == ResponseRules(max_bytes=1000, soft_404_min_chars=50)

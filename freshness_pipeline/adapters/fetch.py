@@ -1,7 +1,7 @@
 """The fetch layer: polite, bounded, concurrent fetching of one source's pages.
 
 An imperative shell over httpx: what each HTTP answer means for the index is decided by
-`core.status.classify`. Fetching never raises for one page: every target yields one
+`core.responses.classify`. Fetching never raises for one page: every target yields one
 `FetchResult`, and a broken page is an ERROR whose reason names the problem. Discovery
 (sitemaps, links) is in `discovery`, robots.txt in `robots`, host scope and deadlines in
 `scope`.
@@ -28,7 +28,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, retry_if_resu
 
 from freshness_pipeline.config import Source
 from freshness_pipeline.core.models import FetchResult, Outcome
-from freshness_pipeline.core.status import classify
+from freshness_pipeline.core.responses import classify
 from freshness_pipeline.core.urls import normalize_url
 
 from .bodies import Unusable, content_length, decode, describe, links, origin, read_capped, retry_after
@@ -220,7 +220,7 @@ class Fetcher(AbstractContextManager["Fetcher"]):
         p = self._policy
         status = resp.status_code
         content_type = resp.headers.get("content-type")
-        outcome, reason = classify(status, content_type=content_type, size=content_length(resp), policy=p)
+        outcome, reason = classify(status, content_type=content_type, size=content_length(resp), policy=p.response_rules())
         etag, last_modified = resp.headers.get("etag"), resp.headers.get("last-modified")
         if outcome is Outcome.NOT_MODIFIED:  # a 304 may omit validators: keep the ones we sent
             etag, last_modified = etag or target.etag, last_modified or target.last_modified
@@ -235,7 +235,7 @@ class Fetcher(AbstractContextManager["Fetcher"]):
             return _Attempt(self._result(target, url, outcome, reason, status), retry, after if retry else None)
         body = read_capped(resp, p.max_bytes)
         if body is None:
-            outcome, reason = classify(status, content_type=content_type, size=p.max_bytes + 1, policy=p)
+            outcome, reason = classify(status, content_type=content_type, size=p.max_bytes + 1, policy=p.response_rules())
             return _Attempt(self._result(target, url, outcome, reason, status))
         digest = hashlib.sha256(body).hexdigest()
         kept = {"etag": etag, "last_modified": last_modified, "body_sha256": digest}

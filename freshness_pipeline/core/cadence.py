@@ -12,10 +12,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..config import TierPolicy
 from .tiers import TIERS
 
 HOUR = 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class Cadence:
+    """Hours between refreshes of each tier (0: due on every sensor tick)."""
+
+    hot_every_h: float
+    warm_every_h: float
+    cold_every_h: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,12 +32,12 @@ class Due:
     since: float  # start of the last run covering it (0.0: never); part of the run key
 
 
-def intervals(policy: TierPolicy) -> dict[str, float]:
+def intervals(policy: Cadence) -> dict[str, float]:
     hours = {"hot": policy.hot_every_h, "warm": policy.warm_every_h, "cold": policy.cold_every_h}
     return {t: h * HOUR for t, h in hours.items()}
 
 
-def due(last_runs: Mapping[str | None, float], policy: TierPolicy, now: float) -> Due | None:
+def due(last_runs: Mapping[str | None, float], policy: Cadence, now: float) -> Due | None:
     """`last_runs`: tier (None for untagged runs) -> start time of its latest run."""
     every = intervals(policy)
     covered = {t: max(last_runs.get(t, 0.0), last_runs.get(None, 0.0)) for t in TIERS}

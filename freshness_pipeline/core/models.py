@@ -38,6 +38,18 @@ class FetchResult:
 
 
 @dataclass(frozen=True, slots=True)
+class PageText:
+    """A fetched page's text as extracted and rule-normalized (template blocks still in),
+    or why extraction failed (`error`, with an empty text)."""
+
+    url: str
+    markdown: str
+    title: str | None
+    date: str | None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Section:
     """One indexed unit: a heading section, or one chunk of a long one.
 

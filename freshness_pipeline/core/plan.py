@@ -177,3 +177,9 @@ def _similar(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
 
 def _hamming(a: int | None, b: int | None) -> int:
     return -1 if a is None or b is None else (a ^ b).bit_count()
+
+
+def pages_losing_records(previous: Iterable[Section], plan: Plan) -> set[str]:
+    """The URLs of the `previous` sections whose record `plan` deletes."""
+    deleted = set(plan.deletes)  # once: not per section
+    return {s.url for s in previous if s.id in deleted}

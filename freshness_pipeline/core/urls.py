@@ -9,7 +9,7 @@ from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
 from courlan.clean import normalize_part
 
-__all__ = ["is_tracking_param", "normalize_url", "same_site", "site_host", "strip_tracking", "unsafe_address"]
+__all__ = ["is_tracking_param", "normalize_url", "site_host", "strip_tracking", "unsafe_address"]
 
 # Anchored on the whole parameter name. courlan's TRACKERS_RE is searched, not matched, and
 # also drops real parameters such as `source`, `gallery` or `refresh`, so it is not used here.
@@ -89,12 +89,6 @@ def site_host(url_or_host: str) -> str:
     text = url_or_host.strip()
     host = urlsplit(text if "//" in text else f"//{text}").hostname or ""
     return host.rstrip(".").removeprefix("www.")
-
-
-def same_site(a: str, b: str) -> bool:
-    """Whether two URLs are on the same host (scheme, port and `www.` aside)."""
-    host_a, host_b = site_host(a), site_host(b)
-    return bool(host_a) and host_a == host_b
 
 
 # Cloud instance-metadata endpoints (AWS/GCP/Azure, AWS over IPv6, Alibaba).

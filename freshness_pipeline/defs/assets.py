@@ -78,7 +78,7 @@ def index_freshness() -> dg.FreshnessPolicy | None:
     if settings is None:
         return None
     # Dagster's windows are at least a minute long.
-    every = [max(s, 60.0) for src in settings.sources for s in intervals(src.tiers).values() if s > 0]
+    every = [max(s, 60.0) for src in settings.sources for s in intervals(src.tiers.cadence()).values() if s > 0]
     if not every:
         return None
     fail, warn = max(every), min(every)

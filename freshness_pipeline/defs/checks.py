@@ -89,7 +89,7 @@ def change_spike(
     policy = _policy(freshness, source)
     with freshness.open(source) as ctx:
         history = history_shares(ctx.store.runs.recent(source))
-        verdict = judge(diff_plan.change_share, history, policy)
+        verdict = judge(diff_plan.change_share, history, policy.spike_rule())
         old = {s.id: s.text for s in ctx.store.manifest.sections(source, {s.url for s in diff_plan.plan.changed})}
     metadata = {
         "change_share": round(verdict.share, 4),

@@ -5,32 +5,12 @@ delivery to webhooks. Metric history is rendered from the state store as a table
 import dagster as dg
 import pandas as pd
 
+from ..pipeline.history import history_table
 from ..pipeline.indexing import IndexReport
 from ..pipeline.metrics import after_run
 from ..pipeline.planning import StagedPlan
 from .partitions import sources_partitions
 from .resources import FreshnessResource
-
-HISTORY_COLUMNS = [
-    "measured_at",
-    "score",
-    "stale_share",
-    "age_median_s",
-    "lag_p90_s",
-    "stale_retrieval_rate",
-    "hit_at_5",
-    "mrr",
-]
-
-
-def history_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """The metric history as shown in Dagster and by `freshness status`: times as UTC, ages
-    and lags in hours."""
-    out = frame.reindex(columns=HISTORY_COLUMNS).copy()
-    out["measured_at"] = pd.to_datetime(out["measured_at"], unit="s", utc=True).dt.strftime("%Y-%m-%d %H:%M")
-    for col in ("age_median_s", "lag_p90_s"):
-        out[col] = (out[col].astype(float) / 3600).round(2)
-    return out.rename(columns={"age_median_s": "age_median_h", "lag_p90_s": "lag_p90_h"}).round(4)
 
 
 def _float(value: float) -> dg.FloatMetadataValue:

@@ -142,7 +142,7 @@ def _tier_request(instance: dg.DagsterInstance, src: Source, now: float) -> tupl
     runs = _last_runs(instance, src.name)
     if runs.busy:
         return None, "a refresh is queued or running"
-    next_up = due(runs.last, src.tiers, now)
+    next_up = due(runs.last, src.tiers.cadence(), now)
     if next_up is None:
         return None, "no tier is due"
     failures = runs.failures_in_a_row()
@@ -163,7 +163,7 @@ def _tier_request(instance: dg.DagsterInstance, src: Source, now: float) -> tupl
 
 def _cadence(src: Source, next_up: Due) -> float:
     """The due tier's interval; for a full run, the shortest one."""
-    every = intervals(src.tiers)
+    every = intervals(src.tiers.cadence())
     return every[next_up.tier] if next_up.tier else min(every.values())
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from ..core.run_counts import run_line
 from ..defs.instance import write_instance_config
 from .server import DocsSite, load_folder
 
@@ -62,11 +63,7 @@ def run_demo(home: Path, *, embedder: str = "local") -> int:
             if c["status"] != "success":
                 print(f"site v{version}: run failed: {c.get('message')}")
                 return 1
-            print(
-                f"site v{version}: crawled: {c['crawled']} new: {c['new']} changed: {c['changed']} "
-                f"unchanged: {c['unchanged']} gone: {c['gone']} errors: {c['errors']}"
-                f"  | embedded: {c['embedded']} deleted: {c['deleted']} reused: {c['reused']}"
-            )
+            print(f"site v{version}: {run_line(c)}")
         hits = search(load_settings(), QUERY, k=1)
     print(f'search "{QUERY}"')
     for h in hits:

@@ -11,32 +11,14 @@ from ..adapters.embedders import make_embedder
 from ..adapters.embedders.base import Embedder
 from ..adapters.embedders.tokenizer import TokenizerSpec, tokenizer_for
 from ..adapters.state.store import StateStore
-from ..core.state import SourceState
-from .ports import State
 from ..adapters.vectorstores import make_vector_store
 from ..adapters.vectorstores.base import VectorStore
 from ..config import NoisePolicy, Settings, Source, dagster_home, state_url
 from ..core.embedding_models import model_and_dims
 from ..core.noise import NORMALIZER_VERSION
 from ..core.segment import CHUNKER_VERSION
-
-@dataclass(frozen=True, slots=True)
-class Versions:
-    """What an index was built with. Any difference means a full re-index."""
-
-    normalizer: str
-    chunker: str
-    model: str
-    dims: int
-
-    def differences(self, state: SourceState) -> list[str]:
-        pairs = [
-            ("normalizer", state.normalizer_version, self.normalizer),
-            ("chunker", state.chunker_version, self.chunker),
-            ("embedding model", state.embed_model, self.model),
-            ("dimensions", str(state.embed_dims), str(self.dims)),
-        ]
-        return [f"{what} {old} -> {new}" for what, old, new in pairs if old != new]
+from ..core.versions import Versions
+from .ports import State
 
 
 def versions_for(settings: Settings, source: Source) -> Versions:
@@ -56,10 +38,6 @@ def versions_for(settings: Settings, source: Source) -> Versions:
         model=model,
         dims=dims,
     )
-
-
-def namespace(source: str, version: int) -> str:
-    return f"{source}-v{version}"
 
 
 @dataclass
@@ -113,14 +91,3 @@ class SourceContext:
     def close(self) -> None:
         if self.owns_store:
             self.store.close()
-
-
-def page_signature(text_hash: str | None, title: str | None, template_hash: str, v: Versions) -> str:
-    """What a page's sections depend on: its text, its title (payload), the rules and the
-    chunker. Never its date: a date is payload that changes only with a section's text."""
-    parts = [text_hash or "", title or "", template_hash, v.normalizer, v.chunker]
-    return hashlib.sha1("|".join(parts).encode()).hexdigest()
-
-
-def template_hash(blocks: list[str]) -> str:
-    return hashlib.sha1("\n".join(sorted(blocks)).encode()).hexdigest()

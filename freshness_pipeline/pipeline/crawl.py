@@ -7,7 +7,6 @@ keep their last good text, so nothing downstream deletes on a bad minute.
 
 from __future__ import annotations
 
-import hashlib
 import time
 import uuid
 from collections import Counter
@@ -18,18 +17,22 @@ from urllib.parse import urljoin
 
 from .. import progress
 from ..adapters.fetch import Discovery, DiscoveryError, Fetcher, Target
-from ..core.state import PageRow, SourceState
 from ..config import Source
-from ..core.models import FetchResult, Outcome
+from ..core.lifecycle import (
+    Answer,
+    CrawlDecisions,
+    CrawlRun,
+    hold_mass_redirects,
+    needs_last_text,
+    settle_crawl,
+)
+from ..core.models import FetchResult, Outcome, PageText
 from ..core.noise import learn_template_blocks
-from ..core.status import SHORT_TEXT_CHARS, NotFoundTemplate, has_login_form, looks_soft_404
+from ..core.responses import NotFoundTemplate, has_login_form
+from ..core.state import PageRow, SourceState
 from ..core.tiers import tier_for
 from .context import SourceContext
-from .guards import hold_mass_gone, hold_mass_redirects
-from .workers import Extracted, ExtractJob, extract_one, parallel_map
-
-REPEATED_ERRORS_FLAG = 3  # consecutive errors before a page is flagged for review
-KEEP_CHANGE_TIMES = 16
+from .workers import ExtractJob, extract_one, parallel_map
 
 
 @dataclass(slots=True)
@@ -63,7 +66,8 @@ def crawl(ctx: SourceContext, *, tier: str | None = None, allow_mass_gone: bool 
     """Crawl the source (or one tier of it). When more than `fetch.max_gone_share` of the
     live pages this run fetched would be declared gone at once (a CDN or deploy answering
     404 for a minute), they are held as errors instead, unless `allow_mass_gone` (the run's
-    spike override); pages redirecting en masse to one URL are always held (`guards`)."""
+    spike override); pages redirecting en masse to one URL are always held. The rules are
+    `core/lifecycle.py`'s; this is the I/O around them."""
     started = time.time()
     src, store = ctx.source, ctx.store
     report = CrawlReport(source=src.name, tier=tier)
@@ -92,19 +96,17 @@ def crawl(ctx: SourceContext, *, tier: str | None = None, allow_mass_gone: bool 
             jobs = _extract_jobs(fetched, results, tuple(src.noise.disabled_rules), login)
             extracted = {e.url: e for e in parallel_map(extract_one, jobs)}
             not_found = _not_found_template(fetcher, targets, src) if extracted else None
-        results = hold_mass_redirects(results, src.fetch)
+        policy = src.fetch.lifecycle_rules()
+        tier_rules = src.tiers.url_rules()
+        results = hold_mass_redirects(results, policy)
         now = time.time()
-        apply = _Apply(ctx, report, known, found, {t.url: t.fetch_url for t in targets}, now)
-        apply.not_found, apply.login = not_found, login
-        for res in results:
-            apply(res, extracted.get(res.url))
-        rows = apply.rows
-        fetched_live = sum(1 for r in results if (k := known.get(r.url)) is not None and k.state == "live")
-        report.gone = hold_mass_gone(
-            report.gone, fetched_live, known, rows, report.errors, policy=src.fetch, allow=allow_mass_gone
-        )
+        run = CrawlRun(src.name, now, found.listed, found.lastmod, {t.url: t.fetch_url for t in targets}, not_found)
+        answers = _answers(ctx, known, results, extracted, login)
+        decided = settle_crawl(known, answers, run, policy, allow_mass_gone=allow_mass_gone)
+        _report_decisions(report, decided)
+        rows = decided.rows
         for row in rows.values():
-            row.tier = tier_for(row.url, src.tiers, change_times=row.change_times, first_seen=row.first_seen, now=now)
+            row.tier = tier_for(row.url, tier_rules, change_times=row.change_times, first_seen=row.first_seen, now=now)
         store.pages.save(rows.values())  # rows loaded without their text keep it
         pages = {**known, **rows}
         report.tiers = dict(Counter(p.tier for p in pages.values() if p.state == "live"))
@@ -234,151 +236,29 @@ def _target(url: str, fetch_url: str, prev: PageRow | None) -> Target:
     return Target(url, fetch_url, prev.etag, prev.last_modified, prev.body_sha256)
 
 
-class _Apply:
-    """Applies one run's answers to the page rows (`rows`), filling in the report."""
 
-    def __init__(
-        self,
-        ctx: SourceContext,
-        report: CrawlReport,
-        known: dict[str, PageRow],
-        found: _Found,
-        fetch_urls: dict[str, str],
-        now: float,
-    ) -> None:
-        self.ctx, self.report, self.known, self.found = ctx, report, known, found
-        self.fetch_urls, self.now = fetch_urls, now
-        self.rows: dict[str, PageRow] = {}
-        self.not_found: NotFoundTemplate | None = None
-        self.login: set[str] = set()
+def _answers(
+    ctx: SourceContext,
+    known: dict[str, PageRow],
+    results: list[FetchResult],
+    extracted: dict[str, PageText],
+    login: set[str],
+) -> list[Answer]:
+    """Each result with its extraction, and the stored text of the pages whose judgment may
+    need it (read in one query)."""
+    wanted = [
+        r.url
+        for r in results
+        if needs_last_text(r, extracted.get(r.url)) and (k := known.get(r.url)) is not None and k.text_hash
+    ]
+    last = ctx.store.pages.markdown(ctx.name, wanted) if wanted else {}
+    return [Answer(r, extracted.get(r.url), last.get(r.url), r.url in login) for r in results]
 
-    def __call__(self, res: FetchResult, ext: Extracted | None) -> None:
-        src, now = self.ctx.source, self.now
-        row = (
-            self.rows.get(res.url)
-            or self.known.get(res.url)
-            or PageRow(source=src.name, url=res.url, fetch_url=self.fetch_urls.get(res.url, res.url), first_seen=now)
-        )
-        row = replace(row, outcome=res.outcome.value, status_code=res.status_code, reason=res.reason or None)
-        row.last_fetched = now
-        row.lastmod = self.found.lastmod.get(row.url, row.lastmod)
-        listed = res.url in self.found.listed
-        if listed:
-            row.miss_count = 0
-        self.rows[row.url] = row
-        if res.outcome is Outcome.ERROR:
-            self._error(row, res, listed)
-        elif res.outcome is Outcome.SKIPPED:
-            self.report.skipped[row.url] = res.reason
-        elif res.final_url and res.temporary and row.text_hash is not None:
-            # Only 301/308 move a page (or let its target's 404 delete it): it keeps its URL
-            # and its last text.
-            why = f"temporary redirect to {res.final_url} ({res.reason}): not a move, its last text is kept"
-            row.outcome, row.reason = Outcome.SKIPPED.value, why
-            self.report.skipped[row.url] = why
-        elif res.outcome is Outcome.GONE:
-            if row.state == "live":
-                self.report.gone.append(row.url)
-            row.state, row.flag = "gone", None
-        else:
-            row.error_count, row.miss_count = 0, 0  # it answered
-            self._content(row, res, ext)
 
-    def _error(self, row: PageRow, res: FetchResult, listed: bool) -> None:
-        fp = self.ctx.source.fetch
-        row.error_count += 1
-        self.report.errors[row.url] = res.reason
-        if not listed:  # missing from the crawl and unanswered: one more miss
-            row.miss_count += 1
-            if row.miss_count >= fp.missing_after and row.state == "live":
-                row.state = "gone"
-                row.reason = f"missing from {row.miss_count} consecutive crawls and unanswered"
-                self.report.gone.append(row.url)
-        if row.error_count >= REPEATED_ERRORS_FLAG:
-            row.flag = f"{row.error_count} consecutive errors: {res.reason}"
-            self.report.flagged[row.url] = row.flag
-
-    def _content(self, row: PageRow, res: FetchResult, ext: Extracted | None) -> None:
-        ctx = self.ctx
-        if res.outcome is Outcome.NOT_MODIFIED and not res.final_url:
-            # The indexed version, so no longer in doubt. A 200 with the same bytes brings
-            # fresh validators: next time it can be a 304.
-            row.flag = None
-            row.etag = res.etag or row.etag
-            row.last_modified = res.last_modified or row.last_modified
-            return
-        if res.outcome is Outcome.NOT_MODIFIED:  # redirected to the very bytes it had before
-            if row.text_hash is None:
-                return
-            markdown = ctx.store.pages.markdown(ctx.name, [row.url]).get(row.url, "")
-            title, date = row.title, row.page_date
-        else:
-            markdown = ext.markdown if ext else ""
-            title, date = (ext.title, ext.date) if ext else (None, None)
-            if soft := (ext.error if ext else None) or self._soft_404(row, res, title, markdown):
-                # Keep the old text and vectors (and do not follow a redirect to a wall).
-                where = f" (after a redirect to {res.final_url})" if res.final_url else ""
-                row.flag, row.outcome = soft + where, Outcome.FLAGGED.value
-                self.report.flagged[row.url] = row.flag
-                return
-        # A permanent redirect moves the page's identity (and its sections) to its final URL.
-        if res.final_url and not res.temporary:
-            row = self._move(row, res)
-        self._store_text(row, res, markdown, title, date)
-
-    def _soft_404(self, row: PageRow, res: FetchResult, title: str | None, markdown: str) -> str | None:
-        """Why this 200 is an error page: judged on its title and h1, the site's not-found
-        page and the page's own last text (loaded only when the new one is short)."""
-        had = None  # a long text is no error page whatever it had: the old one is not loaded
-        if row.text_hash is not None and row.state == "live" and len(markdown) < SHORT_TEXT_CHARS:
-            had = len(self.ctx.store.pages.markdown(self.ctx.name, [row.url]).get(row.url, ""))
-        template = self.not_found
-        if template is not None and template.served_at in (row.url, res.final_url or row.url):
-            template = None  # the page the probe landed on is not an error page itself
-        return looks_soft_404(
-            title, markdown, self.ctx.source.fetch, had_chars=had, not_found=template, login_form=row.url in self.login
-        )
-
-    def _store_text(self, row: PageRow, res: FetchResult, markdown: str, title: str | None, date: str | None) -> None:
-        text_hash = hashlib.sha256(markdown.encode()).hexdigest()
-        is_new = row.text_hash is None
-        if text_hash != row.text_hash:
-            self.report.new_pages += is_new
-            self.report.changed_pages += not is_new
-            row.last_changed = self.now
-            row.change_times = [*row.change_times, self.now][-KEEP_CHANGE_TIMES:]
-        row.state, row.moved_to, row.flag = "live", None, None
-        unchanged = res.outcome is Outcome.NOT_MODIFIED
-        row.etag = res.etag or (row.etag if unchanged else None)
-        row.last_modified = res.last_modified or (row.last_modified if unchanged else None)
-        row.body_sha256 = res.body_sha256 or row.body_sha256
-        row.markdown, row.text_hash = markdown, text_hash
-        row.title, row.page_date = title, date
-
-    def _move(self, row: PageRow, res: FetchResult) -> PageRow:
-        """Mark `row` as moved to the final URL; return the final URL's row to fill in."""
-        final = res.final_url or row.url
-        target = self.rows.get(final) or self.known.get(final)
-        if row.state == "live" and row.text_hash is not None:
-            self.report.moves[row.url] = final
-        carried = row.text_hash if row.state == "live" else None  # a pure move is no new text
-        new = (
-            replace(target)
-            if target
-            else PageRow(
-                source=self.ctx.name,
-                url=final,
-                fetch_url=final,
-                first_seen=self.now,
-                text_hash=carried,
-                change_times=list(row.change_times),
-            )
-        )
-        row.state, row.moved_to = "moved", final
-        new.last_fetched, new.outcome, new.status_code = self.now, res.outcome.value, res.status_code
-        new.reason, new.miss_count, new.error_count = res.reason or None, 0, 0
-        self.rows[new.url] = new
-        return new
+def _report_decisions(report: CrawlReport, decided: CrawlDecisions) -> None:
+    report.gone, report.moves, report.errors = decided.gone, decided.moves, decided.errors
+    report.flagged, report.skipped = decided.flagged, decided.skipped
+    report.new_pages, report.changed_pages = decided.new_pages, decided.changed_pages
 
 
 def _learn_templates(ctx: SourceContext, live: list[str], *, changed: bool) -> None:

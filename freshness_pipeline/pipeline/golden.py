@@ -23,7 +23,8 @@ from ..adapters.vectorstores.base import Hit
 from ..config import ConfigError, Source, sources_path
 from ..core.freshness import GoldenCase, GoldenScore, score_golden
 from ..core.urls import normalize_url
-from .context import SourceContext, namespace, page_signature, template_hash
+from ..core.versions import namespace, page_signature, template_hash
+from .context import SourceContext
 from .workers import SegmentJob, segment_one
 
 DEPTH = 10  # results read per query (MRR looks this far)

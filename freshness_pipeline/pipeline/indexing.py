@@ -25,17 +25,19 @@ import os
 import signal
 import time
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence, Set
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from .. import progress
-from ..core.state import ChangeEvent, SourceState
 from ..adapters.vectorstores.base import VectorRecord
 from ..core.models import Plan, Section
+from ..core.run_counts import run_line
 from ..core.spike import OVERRIDE_COUNT
-from .context import SourceContext, namespace
+from ..core.state import ChangeEvent, SourceState
+from ..core.versions import namespace
+from .context import SourceContext
 from .planning import StagedPlan
 
 CRASH_ENV = "FRESHNESS_CRASH_AT"
@@ -55,8 +57,14 @@ def _crash_point(name: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-class DriftError(RuntimeError):
-    """The vector store does not hold what the manifest is about to say it holds."""
+class UncachedVectorsError(RuntimeError):
+    """Vectors wanted for another model than the configured embedder's are not in the
+    embedding cache: nothing can make them."""
+
+
+class IncompleteIndexError(RuntimeError):
+    """After a re-index's writes, the new namespace does not hold exactly the records
+    written: the commit is refused."""
 
 
 @dataclass(slots=True)
@@ -68,11 +76,7 @@ class IndexReport:
     seconds: float = 0.0
 
     def line(self) -> str:
-        c = self.counts
-        keys = ("crawled", "new", "changed", "unchanged", "gone", "errors", "skipped")
-        pages = " ".join(f"{k}: {c.get(k, 0)}" for k in keys)
-        records = " ".join(f"{k}: {c.get(k, 0)}" for k in ("embedded", "payload_updated", "deleted", "reused"))
-        return f"{pages}  | {records}"
+        return run_line(self.counts)
 
 
 def apply_plan(
@@ -263,7 +267,7 @@ def vectors_for(
     vecs = store.vector_cache.get(model, dims, wanted.keys())
     missing = [h for h in wanted if h not in vecs]
     if missing and (model, dims) != (v.model, v.dims):
-        raise DriftError(
+        raise UncachedVectorsError(
             f"{ctx.name}: {len(missing)} records of the active index ({model}, {dims}d) are not "
             f"in the embedding cache and the configured embedder is {v.model}, {v.dims}d; "
             "the next refresh re-indexes them"
@@ -333,7 +337,7 @@ def _verify_complete(ctx: SourceContext, ns: str, expected: dict[str, str]) -> i
     missing = expected.keys() - held.keys()
     wrong = [i for i in expected.keys() & held.keys() if held[i] != expected[i]]
     if missing or wrong:
-        raise DriftError(
+        raise IncompleteIndexError(
             f"{ns}: after writing, the store holds {len(missing)} missing and {len(wrong)} "
             "mismatched records; the active index is unchanged"
         )
@@ -351,19 +355,27 @@ def _drop_retired(ctx: SourceContext) -> None:
 
 
 def _events(staged: StagedPlan, plan: Plan) -> list[ChangeEvent]:
+    return change_events(plan.upserts, staged.removed_urls, staged.previous_urls, staged.sections.gone)
+
+
+def change_events(
+    upserts: Iterable[Section], removed_urls: Set[str], previous_urls: Set[str], gone: Iterable[str]
+) -> list[ChangeEvent]:
+    """One event per page: new or changed (its written sections' keys), or gone."""
     touched: dict[str, list[Section]] = {}
-    for s in plan.upserts:
+    for s in upserts:
         touched.setdefault(s.url, []).append(s)
+    gone = sorted(gone)
+    skip = set(gone)  # built once: not a list scan per page
     events = []
-    for url in sorted(set(touched) | staged.removed_urls):
-        if url in staged.sections.gone:
+    for url in sorted(touched.keys() | removed_urls):
+        if url in skip:
             continue
-        kind = "changed" if url in staged.previous_urls else "new"
+        kind = "changed" if url in previous_urls else "new"
         secs = touched.get(url, [])
         page_hash = secs[0].content_hash if len(secs) == 1 else None
         events.append(ChangeEvent(url, kind, page_hash, tuple(sorted({s.key for s in secs}))))
-    for url in sorted(staged.sections.gone):
-        events.append(ChangeEvent(url, "gone", None, ()))
+    events.extend(ChangeEvent(url, "gone", None, ()) for url in gone)
     return events
 
 

@@ -10,11 +10,12 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..adapters.webhooks import Delivery, deliver
+from ..adapters.webhooks import Delivery
 from ..core.freshness import embedding_lag, freshness_score, percentiles, section_age
 from ..core.models import Outcome
 from ..core.state import PageRow, SectionTimes
 from .context import SourceContext
+from .delivery import deliver_hooks
 from .golden import GoldenRun, evaluate, golden_file, load_golden, record_misses
 
 _DAY = 86_400.0
@@ -160,8 +161,7 @@ def after_run(ctx: SourceContext, *, stale_share: float, run_id: str | None = No
     golden = evaluate(ctx, load_golden(path)) if path else None
     requested = record_misses(ctx, golden) if golden and golden.cases else None
     report = measure(ctx, stale_share=stale_share, golden=golden, run_id=run_id)
-    with ctx.store.locks.lock("_webhooks", wait=True):  # one delivery at a time keeps the order
-        deliveries = [deliver(metrics, hook) for hook in ctx.settings.webhooks]
+    deliveries = deliver_hooks(ctx.store, ctx.settings.webhooks)
     return AfterRun(report, golden, requested, settled, deliveries)
 
 

@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..core.models import Plan
-from ..core.plan import plan_refresh
+from ..core.plan import pages_losing_records, plan_refresh
 from .context import SourceContext
 from .sections import SectionSet
 
@@ -73,7 +73,7 @@ def make_plan(ctx: SourceContext, sections: SectionSet) -> StagedPlan:
         reindex_reason=sections.reindex_reason,
         previous_ids=prev_ids,
         previous_urls={s.url for s in previous},
-        removed_urls={s.url for s in previous if s.id in set(plan.deletes)},
+        removed_urls=pages_losing_records(previous, plan),
     )
     staged.counts = {
         "new": len(plan.new),

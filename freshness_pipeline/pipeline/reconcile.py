@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..adapters.damage import REPAIR_INDEX, DamagedState
-from ..config import dagster_home
+from ..config import Settings, dagster_home
 from ..core.state import SourceState
-from .context import SourceContext, namespace
+from ..core.versions import namespace
+from .context import SourceContext
 from .indexing import restore_from_manifest
 
 
@@ -141,3 +142,14 @@ def reconcile(ctx: SourceContext, *, fix: bool = False) -> ReconcileReport:
         ctx.vectors.mark_committed(report.namespace)
         report.fixed = deleted + upserted
     return report
+
+
+def reconcile_source(settings: Settings, name: str, *, fix: bool = False) -> tuple[ReconcileReport, bool]:
+    """`freshness reconcile` for one source: the report (before any fix) and whether the
+    source is clean now (a fixed source is compared again)."""
+    ctx = SourceContext.open(settings, name)
+    try:
+        report = reconcile(ctx, fix=fix)
+        return report, report.clean or (fix and reconcile(ctx).clean)
+    finally:
+        ctx.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -13,7 +14,8 @@ from ..adapters.vectorstores.base import Hit
 from ..config import Settings, state_url
 from ..core import embedding_models
 from ..core.state import SourceState
-from .context import SourceContext, namespace, versions_for
+from ..core.versions import namespace
+from .context import SourceContext, versions_for
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +44,18 @@ def weak_threshold(settings: Settings) -> float | None:
     file's `weak_thresholds`, else the model's (`core/embedding_models.py`)."""
     model = versions_for(settings, settings.sources[0]).model if settings.sources else ""
     return settings.weak_thresholds.get(model, embedding_models.weak_threshold(model))
+
+
+def dump(settings: Settings, source: str) -> Iterator[dict[str, Any]]:
+    """Every record of `source`'s committed index, as readers see it (none before its first
+    commit)."""
+    ctx = SourceContext.open(settings, source, read_only=True)
+    try:
+        state = ctx.store.sources.get(source)
+        if state is not None:
+            yield from ctx.vectors.records(namespace(source, state.active_version), committed=True)
+    finally:
+        ctx.close()
 
 
 def indexed_sources(settings: Settings, names: list[str]) -> list[str]:

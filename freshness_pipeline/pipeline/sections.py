@@ -11,7 +11,8 @@ import time
 from dataclasses import dataclass, field
 
 from ..core.models import Section
-from .context import SourceContext, page_signature, template_hash
+from ..core.versions import page_signature, template_hash
+from .context import SourceContext
 from .crawl import CrawlReport
 from .workers import SegmentJob, parallel_map, segment_one
 

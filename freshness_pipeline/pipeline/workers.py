@@ -15,7 +15,7 @@ from typing import TypeVar
 
 from ..adapters.embedders.tokenizer import TokenizerSpec
 from ..core.extract import extract
-from ..core.models import Section
+from ..core.models import PageText, Section
 from ..core.noise import RULES, normalize
 from ..core.segment import segment
 
@@ -34,15 +34,6 @@ class ExtractJob:
 
 
 @dataclass(frozen=True, slots=True)
-class Extracted:
-    url: str
-    markdown: str  # rule-normalized, template blocks still in
-    title: str | None
-    date: str | None
-    error: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class SegmentJob:
     url: str
     markdown: str
@@ -52,13 +43,13 @@ class SegmentJob:
     tokenizer: TokenizerSpec
 
 
-def extract_one(job: ExtractJob) -> Extracted:
+def extract_one(job: ExtractJob) -> PageText:
     try:
         page = extract(job.html, job.url)
         md = normalize(page.markdown, url=job.url, disabled=job.disabled_rules)
-        return Extracted(job.url, md, page.title, page.date)
+        return PageText(job.url, md, page.title, page.date)
     except Exception as exc:  # one broken page never fails a run
-        return Extracted(job.url, "", None, None, error=f"extraction failed: {exc!r}"[:500])
+        return PageText(job.url, "", None, None, error=f"extraction failed: {exc!r}"[:500])
 
 
 def segment_one(job: SegmentJob) -> tuple[str, list[Section] | str]:

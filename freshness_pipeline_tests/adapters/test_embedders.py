@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -257,8 +256,8 @@ def test_onnx_backends_agree_with_torch(tmp_path: Path, monkeypatch: pytest.Monk
 
 
 def test_backend_is_part_of_the_model_version(monkeypatch: pytest.MonkeyPatch) -> None:
-    from freshness_pipeline.core.embedding_models import DEFAULT_BACKEND, resolve_local
     from freshness_pipeline.config import Settings
+    from freshness_pipeline.core.embedding_models import DEFAULT_BACKEND, resolve_local
     from freshness_pipeline.pipeline.context import versions_for
 
     def model(**embedder: str) -> str:

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from freshness_pipeline.adapters.state.store import SourceBusy, StateStore, migrate
-from freshness_pipeline.core.state import ChangeEvent, PageRow, SourceState
 from freshness_pipeline.core.fingerprint import content_hash
 from freshness_pipeline.core.models import Move, Plan, Section
+from freshness_pipeline.core.state import ChangeEvent, PageRow, SourceState
 
 
 @pytest.fixture

@@ -11,9 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from freshness_pipeline.core.fingerprint import content_hash, simhash
-from freshness_pipeline.core.models import Section
-from freshness_pipeline.core.plan import plan_refresh
+from freshness_pipeline.core.models import Plan, Section
+from freshness_pipeline.core.plan import pages_losing_records, plan_refresh
 from freshness_pipeline.core.segment import segment
+from freshness_pipeline_tests.counting import CountingStr
 
 URL = "http://docs.test/page"
 
@@ -173,3 +174,16 @@ def test_a_page_that_shrinks_leaves_no_stale_keys(page: Page, data: st.DataObjec
     }
     assert manifest.keys() == {s.id for s in after}
     assert not ({s.id for s in plan.upserts} - {s.id for s in after})
+
+
+@pytest.mark.parametrize("pages", [200, 2000])
+def test_pages_losing_records_looks_each_deleted_id_up_a_bounded_number_of_times(pages: int) -> None:
+    """Linear in its inputs: rebuilding the set of deleted ids per previous section (the old
+    quadratic) hashes every deleted id once per section."""
+    prev = [sec(f"H{i}", f"text {i}", url=f"{URL}/{i % (pages // 10)}", ordinal=i) for i in range(pages)]
+    removed = [CountingStr(s.id) for s in prev[:: 10]]
+    plan = Plan(source="s", removed=list(removed))
+    CountingStr.reset()
+    got = pages_losing_records(prev, plan)
+    assert got == {s.url for s in prev[::10]}
+    assert CountingStr.ops <= 4 * len(removed)

@@ -7,9 +7,10 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from freshness_pipeline.core.fingerprint import content_hash
-from freshness_pipeline.core.segment import heading_text, section_key, segment
-from freshness_pipeline.core.tokens import count_tokens
+from freshness_pipeline.core.segment import heading_text, section_key, segment, tiktoken_counter
 from freshness_pipeline_tests.core.pages import VOCAB, Page, Sec, pages, paragraphs, words
+
+count_tokens = tiktoken_counter()  # segment's default count
 
 URL = "https://docs.example.com/guide/install"
 PROPS = settings(max_examples=40, deadline=None)

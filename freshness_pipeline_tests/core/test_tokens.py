@@ -1,18 +1,22 @@
 from __future__ import annotations
 
+import hashlib
 import socket
 
 import pytest
 
 from freshness_pipeline.core import tokens
-from freshness_pipeline.core.tokens import count_tokens, get_encoding
+from freshness_pipeline.core.tokens import get_encoding
 
 
-def test_builds_offline(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+def test_builds_offline_from_tiktokens_own_cache(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """The packaged ranks land where tiktoken looks (named by the sha1 of their URL) and
+    tiktoken loads them with no network."""
+
     def no_network(*args: object, **kwargs: object) -> None:
         raise AssertionError("tokens.py touched the network")
 
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "bogus"))
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(socket.socket, "connect", no_network)
     monkeypatch.setattr(socket, "create_connection", no_network)
     tokens._build.cache_clear()
@@ -23,30 +27,25 @@ def test_builds_offline(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
         assert get_encoding("o200k_base").encode("hello world") == [24912, 2375]
     finally:
         tokens._build.cache_clear()
-    assert not (tmp_path / "bogus").exists()
+    url = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
+    cached = tmp_path / "cache" / hashlib.sha1(url.encode()).hexdigest()
+    assert hashlib.sha256(cached.read_bytes()).hexdigest().startswith("223921b7")
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == sorted(
+        hashlib.sha1(url.replace("cl100k", n).encode()).hexdigest() for n in ("cl100k", "o200k")
+    )
+
+
+def test_an_empty_cache_setting_is_not_left_off(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """TIKTOKEN_CACHE_DIR="" would turn tiktoken's cache off (and download): ours is used."""
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")
+    monkeypatch.setattr(tokens.tempfile, "gettempdir", lambda: str(tmp_path))
+    assert tokens.cache_dir() == tmp_path / "freshness-tiktoken"
 
 
 def test_cached() -> None:
     assert get_encoding() is get_encoding("cl100k_base")
 
 
-def test_count_tokens() -> None:
-    assert count_tokens("hello world") == 2
-    assert count_tokens("") == 0
-    assert count_tokens("<|endoftext|>") > 1  # special tokens in text count as text
-
-
 def test_unknown_encoding() -> None:
     with pytest.raises(ValueError, match="p50k_base"):
         get_encoding("p50k_base")
-
-
-def test_corrupt_ranks_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    spec = tokens._SPECS["cl100k_base"]
-    monkeypatch.setitem(tokens._SPECS, "cl100k_base", tokens._Spec("0" * 64, spec.pat_str, spec.special_tokens))
-    tokens._build.cache_clear()
-    try:
-        with pytest.raises(ValueError, match="do not match"):
-            get_encoding("cl100k_base")
-    finally:
-        tokens._build.cache_clear()

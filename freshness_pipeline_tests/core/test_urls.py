@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from freshness_pipeline.core.urls import normalize_url, same_site, strip_tracking
+from freshness_pipeline.core.urls import normalize_url, strip_tracking
 
 
 @pytest.mark.parametrize(
@@ -62,9 +62,3 @@ def test_relative_urls_resolve_against_base() -> None:
 def test_strip_tracking_keeps_everything_else() -> None:
     assert strip_tracking("/a?utm_source=x&v=2#frag") == "/a?v=2#frag"
     assert strip_tracking("HTTPS://X.org/a/?v=2#f") == "HTTPS://X.org/a/?v=2#f"
-
-
-def test_same_site() -> None:
-    assert same_site("https://www.example.com/a", "http://example.com./b")
-    assert not same_site("https://docs.example.com/", "https://example.com/")
-    assert not same_site("/relative", "/relative")

@@ -4,7 +4,8 @@ every build, and the oracle, what the index must hold for one revision.
 The oracle renders each page *without* noise and runs the project's own text core on it
 (extract -> normalize -> segment): the pipeline, fed the noisy pages, must end up with
 exactly these sections. What changed between two revisions is computed here, from the
-oracles' (id -> content hash) maps, never from the pipeline's plan.
+oracles' (id -> content hash) maps, never from the pipeline's plan. Sharing the text core
+with the pipeline, the oracle cannot catch that core's own mistakes (see test_replay.py).
 """
 
 from __future__ import annotations

@@ -8,6 +8,19 @@ served again with new noise (a quiet week): nothing is embedded, written or dele
 
 The replay runs with `fuzzy_threshold: 0`: the oracle is exact, so every changed text must
 be re-embedded; what the fuzzy rule forgives is tested in pipeline/test_fuzzy.py.
+
+What it proves, and what it does not. The oracle (`corpora.oracle`) is the production text
+core (extract -> normalize -> segment) run on each page rendered without noise, and the
+expected counts are differences of the oracle's (id -> content hash) maps. So the replay
+proves that everything *around* the text core is exact on real histories: build noise is
+removed (`assert_noise_reaches_extraction` shows it reached extraction), conditional
+fetches, template learning, page signatures, the planner, the commit protocol and the
+embedding cache together leave the index holding exactly the core's sections of the clean
+pages, writing, deleting and embedding no more than those sections changed. It does not
+prove that the core's sections are right for the markdown: a bug in extraction,
+normalization or segmentation (a lost paragraph, a wrong heading path, a rule stripping
+real text) is in the oracle as well and goes unseen here; `core/test_extract.py`,
+`test_noise.py` and `test_segment.py` check those against hand-written expectations.
 """
 
 from __future__ import annotations

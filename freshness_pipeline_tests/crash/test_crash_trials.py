@@ -19,8 +19,9 @@ from sqlalchemy import func, select
 
 from freshness_pipeline.adapters.state import schema
 from freshness_pipeline.config import load_settings
+from freshness_pipeline.core.versions import namespace
 from freshness_pipeline.demo.server import DocsSite
-from freshness_pipeline.pipeline.context import SourceContext, namespace
+from freshness_pipeline.pipeline.context import SourceContext
 from freshness_pipeline.pipeline.indexing import CRASH_POINTS
 from freshness_pipeline.pipeline.reconcile import reconcile
 from freshness_pipeline_tests.crash.child import refresh, texts_embedded

@@ -180,4 +180,4 @@ def test_spike_rule() -> None:
 def load_policy():
     from freshness_pipeline.config import CheckPolicy
 
-    return CheckPolicy()
+    return CheckPolicy().spike_rule()

@@ -139,7 +139,7 @@ def test_a_broken_sources_file_fails_the_tick(
 
 
 def test_due_tiers() -> None:
-    policy = TierPolicy(hot_every_h=4, warm_every_h=24, cold_every_h=168)
+    policy = TierPolicy(hot_every_h=4, warm_every_h=24, cold_every_h=168).cadence()
     now = 1_000 * HOUR
     assert due({}, policy, now) == Due(None, 0.0)
     assert due({None: now - HOUR}, policy, now) is None

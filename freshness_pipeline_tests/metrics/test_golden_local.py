@@ -12,12 +12,13 @@ import yaml
 
 from freshness_pipeline.cli import main
 from freshness_pipeline.config import load_settings
+from freshness_pipeline.core.embedding_models import weak_threshold
+from freshness_pipeline.core.versions import namespace
 from freshness_pipeline.demo.run import SITE
 from freshness_pipeline.demo.server import DocsSite, load_folder
-from freshness_pipeline.pipeline.context import SourceContext, namespace
+from freshness_pipeline.pipeline.context import SourceContext
 from freshness_pipeline.pipeline.crawl import crawl
 from freshness_pipeline.pipeline.golden import evaluate, golden_file, load_golden
-from freshness_pipeline.core.embedding_models import weak_threshold
 from freshness_pipeline.pipeline.search import search
 
 RETRY = "how many times is an upload retried after a network error?"

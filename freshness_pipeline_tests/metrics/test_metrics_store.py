@@ -9,8 +9,8 @@ import pytest
 
 from freshness_pipeline.adapters.state import schema
 from freshness_pipeline.adapters.state.store import StateStore, migrate
-from freshness_pipeline.core.state import PageRow
 from freshness_pipeline.config import Settings
+from freshness_pipeline.core.state import PageRow
 from freshness_pipeline.pipeline.context import SourceContext
 from freshness_pipeline.pipeline.metrics import freshness_status, measure
 

@@ -14,9 +14,9 @@ import pytest
 import yaml
 
 from freshness_pipeline.adapters.state.store import StateStore
-from freshness_pipeline.core.state import PageRow
 from freshness_pipeline.cli import main
 from freshness_pipeline.config import load_settings, state_url
+from freshness_pipeline.core.state import PageRow
 from freshness_pipeline.demo.render import render
 from freshness_pipeline_tests.sitefixture import Page, SiteServer
 from freshness_pipeline_tests.sitegen import Site, generate, paragraph

@@ -4,6 +4,7 @@ section exactly once, drops the old namespace, and never mixes two models' vecto
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import lancedb
@@ -14,8 +15,8 @@ from freshness_pipeline.adapters.embedders import make_embedder
 from freshness_pipeline.adapters.state.store import StateStore
 from freshness_pipeline.adapters.vectorstores.lancedb_store import table_name
 from freshness_pipeline.config import EmbedderConfig
+from freshness_pipeline.core.segment import CHUNKER_VERSION
 from freshness_pipeline.demo.server import DocsSite
-from freshness_pipeline.pipeline import context
 from freshness_pipeline_tests.pipeline.driver import Freshness
 from freshness_pipeline_tests.sitegen import generate
 
@@ -32,7 +33,24 @@ def assert_written_once(counts: dict, records: list[dict]) -> None:
     assert counts["deleted"] == 0, "a re-index writes a new namespace; it deletes nothing in it"
 
 
-def test_a_chunker_change_reindexes_every_section_once(dagster_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _built_with_an_older_chunker(home: Path) -> tuple[str, str]:
+    """What an upgrade of the chunker looks like to a store: its index was built with an
+    older chunker version than the code's (`core.segment.CHUNKER_VERSION`, no copy
+    patched). Returns (stored version, current version)."""
+    store = StateStore(f"sqlite:///{home / 'freshness.db'}")
+    try:
+        state = store.sources.get("docs")
+        assert state is not None
+        current = state.chunker_version
+        assert current.startswith(f"{CHUNKER_VERSION}/"), current
+        older = f"0-older{current.removeprefix(CHUNKER_VERSION)}"
+        store.sources.save(replace(state, chunker_version=older))
+    finally:
+        store.close()
+    return older, current
+
+
+def test_a_chunker_change_reindexes_every_section_once(dagster_home: Path) -> None:
     site_v1 = generate(4, sections_per_page=3, seed=2)  # 40-word sections, ~60 tokens each
     with DocsSite() as site:
         fr = Freshness(dagster_home / "sources.yaml", site.sitemap_url)
@@ -44,9 +62,9 @@ def test_a_chunker_change_reindexes_every_section_once(dagster_home: Path, monke
 
         # A new chunker version with the same chunks: every record written again into a new
         # namespace, each once; the vectors come from the cache (same model, same texts).
-        monkeypatch.setattr(context, "CHUNKER_VERSION", "2-test")
+        older, current = _built_with_an_older_chunker(dagster_home)
         bumped = fr.run()
-        assert "chunker" in bumped["reindex_reason"], bumped
+        assert f"chunker {older} -> {current}" in bumped["reindex_reason"], bumped
         assert bumped["embedded"] == 0 and bumped["reused"] == len(texts)
         records = fr.dump()
         assert_written_once(bumped, records)
@@ -122,19 +140,25 @@ def test_a_page_that_fails_to_segment_keeps_its_sections_through_a_reindex(
         fr = Freshness(dagster_home / "sources.yaml", site.sitemap_url)
         site.publish(generate(3, sections_per_page=2, seed=9).markdown())
         fr.run()
-        before = {r["id"]: r["text"] for r in fr.dump()}
+        records = fr.dump()
+        before = {r["id"]: r["text"] for r in records}
 
-        real = workers.segment
+        assert any(r["url"].endswith("/page1") for r in records)
+        real, failed = workers.segment, []
 
         def broken_on_page1(url: str, *args: object, **kwargs: object) -> object:
             if url.endswith("/page1"):
+                failed.append(url)
                 raise RuntimeError("boom")
             return real(url, *args, **kwargs)
 
-        monkeypatch.setattr(workers, "segment", broken_on_page1)  # small sites segment in-process
+        # Patched in this process only: a site of `POOL_MIN_ITEMS` pages or more segments in
+        # worker processes, where page1 would not fail (and the test would prove nothing).
+        monkeypatch.setattr(workers, "segment", broken_on_page1)
         fr.configure(embedder={"provider": "hashing", "dimensions": 128})
         c = fr.run()
         assert "dimensions 256 -> 128" in c["reindex_reason"]
+        assert len(failed) == 1, "page1's segmentation must have failed for this test to mean anything"
         after = fr.dump()
         assert {r["id"]: r["text"] for r in after} == before  # page1 kept, under the new model
         assert {r["index_version"] for r in after} == {2}

@@ -7,7 +7,6 @@ checks the schema and never changes it: `migrate` brings a database to the newes
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +14,6 @@ from sqlalchemy import Engine, create_engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
 
-from ...core.state import SourceState
 from ..damage import SchemaOutdated
 from . import schema
 from .engine import make_engine
@@ -60,13 +58,6 @@ class StateStore:
 
     def close(self) -> None:
         self.engine.dispose()
-
-    # cli.py calls these two until its commands call into pipeline/ (issue 14).
-    def source_state(self, source: str) -> SourceState | None:
-        return self.sources.get(source)
-
-    def lock(self, source: str, *, wait: bool = False) -> AbstractContextManager[None]:
-        return self.locks.lock(source, wait=wait)
 
 
 @dataclass(frozen=True, slots=True)

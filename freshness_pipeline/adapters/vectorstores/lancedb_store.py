@@ -20,8 +20,8 @@ import re
 import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np

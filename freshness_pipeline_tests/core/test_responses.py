@@ -1,10 +1,10 @@
 import pytest
 
-from freshness_pipeline.config import FetchPolicy
 from freshness_pipeline.core.models import Outcome
-from freshness_pipeline.core.status import NotFoundTemplate, classify, has_login_form, looks_soft_404
+from freshness_pipeline.core.responses import NotFoundTemplate, ResponseRules, classify, has_login_form, looks_soft_404
 
-POLICY = FetchPolicy(max_bytes=1000, soft_404_min_chars=50)
+POLICY = ResponseRules(max_bytes=1000, soft_404_min_chars=50)
+MIN = POLICY.soft_404_min_chars
 HTML = "text/html; charset=utf-8"
 REAL_TEXT = "Install the client, then configure the index and run a first refresh. " * 3
 
@@ -57,7 +57,7 @@ def test_status_decides_before_content_type() -> None:
 )
 def test_error_titles_flag_new_and_known_pages(title: str | None, text: str, reason_has: str) -> None:
     for had in (None, 5000):
-        reason = looks_soft_404(title, text, POLICY, had_chars=had)
+        reason = looks_soft_404(title, text, min_chars=MIN, had_chars=had)
         assert reason is not None and reason_has.lower() in reason.lower()
 
 
@@ -73,9 +73,9 @@ def test_error_titles_flag_new_and_known_pages(title: str | None, text: str, rea
     ],
 )
 def test_a_page_that_had_text_is_judged_on_its_words(text: str, reason_has: str) -> None:
-    reason = looks_soft_404("Docs", text, POLICY, had_chars=len(REAL_TEXT))
+    reason = looks_soft_404("Docs", text, min_chars=MIN, had_chars=len(REAL_TEXT))
     assert reason is not None and reason_has.lower() in reason.lower()
-    assert looks_soft_404("Docs", text, POLICY, had_chars=None) is None  # new: nothing to protect
+    assert looks_soft_404("Docs", text, min_chars=MIN, had_chars=None) is None  # new: nothing to protect
 
 
 @pytest.mark.parametrize(
@@ -96,29 +96,29 @@ def test_a_page_that_had_text_is_judged_on_its_words(text: str, reason_has: str)
     ],
 )
 def test_short_real_pages_are_not_flagged(title: str, text: str, had: int | None) -> None:
-    assert looks_soft_404(title, text, POLICY, had_chars=had) is None
+    assert looks_soft_404(title, text, min_chars=MIN, had_chars=had) is None
 
 
 def test_the_sites_not_found_page_is_recognised_whatever_path_it_echoes() -> None:
     template = NotFoundTemplate("Oops", "We looked for /docs/nope-123 but it is not here. Try the search.")
     echo = "We looked for /guide/page4 but it is not here. Try the search."
-    assert looks_soft_404("Oops", echo, POLICY, not_found=template) == "same as the site's not-found page"
-    assert looks_soft_404("Oops", REAL_TEXT, POLICY, not_found=template) is None
-    assert looks_soft_404("About", echo, POLICY, not_found=template) is None  # a page's own title
+    assert looks_soft_404("Oops", echo, min_chars=MIN, not_found=template) == "same as the site's not-found page"
+    assert looks_soft_404("Oops", REAL_TEXT, min_chars=MIN, not_found=template) is None
+    assert looks_soft_404("About", echo, min_chars=MIN, not_found=template) is None  # a page's own title
     apology = " ".join(f"nothing{i % 17} lives at{i % 5} this address{i}" for i in range(40))
     long_template = NotFoundTemplate("Docs", apology)
     near = apology + " sorry"
-    assert looks_soft_404("docs", near, POLICY, not_found=long_template) is not None  # near-identical
+    assert looks_soft_404("docs", near, min_chars=MIN, not_found=long_template) is not None  # near-identical
 
 
 def test_a_page_that_turns_into_a_login_form_is_a_wall() -> None:
     html = '<form action="/login"><input name="u"><input type="password" name="p"></form>'
     assert has_login_form(html) and not has_login_form('<input type="text" name="q">')
-    reason = looks_soft_404("Docs", "Sign in to continue.", POLICY, login_form=True, had_chars=len(REAL_TEXT))
+    reason = looks_soft_404("Docs", "Sign in to continue.", min_chars=MIN, login_form=True, had_chars=len(REAL_TEXT))
     assert reason is not None and "login" in reason
     # A sign-in box in the header of a page whose text is all there, or of a new short page.
-    assert looks_soft_404("Docs", REAL_TEXT, POLICY, login_form=True, had_chars=len(REAL_TEXT)) is None
-    assert looks_soft_404("Docs", "Sign in to continue.", POLICY, login_form=True) is None
+    assert looks_soft_404("Docs", REAL_TEXT, min_chars=MIN, login_form=True, had_chars=len(REAL_TEXT)) is None
+    assert looks_soft_404("Docs", "Sign in to continue.", min_chars=MIN, login_form=True) is None
 
 
 @pytest.mark.parametrize(
@@ -135,4 +135,4 @@ def test_a_page_that_turns_into_a_login_form_is_a_wall() -> None:
 )
 def test_real_pages_are_not_flagged(title: str, text: str) -> None:
     for had in (None, len(text)):
-        assert looks_soft_404(title, text, POLICY, had_chars=had) is None
+        assert looks_soft_404(title, text, min_chars=MIN, had_chars=had) is None

@@ -11,11 +11,18 @@ import re
 from dataclasses import dataclass
 from http import HTTPStatus
 
-from freshness_pipeline.config import FetchPolicy
 from freshness_pipeline.core.fingerprint import hamming, simhash
 from freshness_pipeline.core.models import Outcome
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseRules:
+    """`fetch.max_bytes` and `fetch.soft_404_min_chars` of the sources file."""
+
+    max_bytes: int
+    soft_404_min_chars: int
 
 
 def _compile(*rules: tuple[str, str]) -> tuple[tuple[re.Pattern[str], str], ...]:
@@ -98,7 +105,7 @@ def _is_html(content_type: str) -> bool:
     return content_type.split(";", 1)[0].strip().lower() in _HTML_TYPES
 
 
-def classify(status_code: int, *, content_type: str | None, size: int, policy: FetchPolicy) -> tuple[Outcome, str]:
+def classify(status_code: int, *, content_type: str | None, size: int, policy: ResponseRules) -> tuple[Outcome, str]:
     """Outcome and a short reason for a final (non-redirect) HTTP answer.
 
     The status decides first, so a 404 served as text/plain is GONE, not SKIPPED.
@@ -121,8 +128,8 @@ def classify(status_code: int, *, content_type: str | None, size: int, policy: F
 def looks_soft_404(
     title: str | None,
     text: str,
-    policy: FetchPolicy,
     *,
+    min_chars: int,
     had_chars: int | None = None,
     not_found: NotFoundTemplate | None = None,
     login_form: bool = False,
@@ -143,7 +150,7 @@ def looks_soft_404(
             return reason
     if not_found is not None and not_found.matches(title, body):
         return "same as the site's not-found page"
-    if had_chars is None or had_chars < policy.soft_404_min_chars:
+    if had_chars is None or had_chars < min_chars:
         return None  # nothing to protect: a short page that was always short is real
     if login_form and len(body) * 2 < had_chars:  # a sign-in box in the header alone is not
         return "login wall (a sign-in form instead of the page's text)"
@@ -151,6 +158,6 @@ def looks_soft_404(
         for pattern, reason in _WALL_TEXT_RULES:
             if pattern.search(body):
                 return reason
-    if len(body) < policy.soft_404_min_chars and len(body) * 2 < had_chars:
+    if len(body) < min_chars and len(body) * 2 < had_chars:
         return f"turned near-empty ({len(body)} chars of text, had {had_chars})"
     return None

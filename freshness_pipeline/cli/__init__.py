@@ -1,0 +1,54 @@
+"""`freshness`: the command line operators and scripts use (typer). The commands are in
+`app.py`, what they print in `render.py`; `main` runs one and returns its exit status."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import sys
+from collections.abc import Sequence
+
+import typer
+
+from ..pipeline.errors import REPORTED
+from .app import app
+from .render import alert_lines, run_lines
+
+__all__ = ["alert_lines", "app", "main", "run_lines"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. A usage error is an `error:` line on stderr and SystemExit(2); a bad
+    sources file or damaged state is one `error:` line on stderr and exit 2."""
+    command = typer.main.get_command(app)
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        with command.make_context("freshness", args) as ctx:
+            code = command.invoke(ctx)
+        sys.stdout.flush()
+    except typer.Exit as done:  # --help
+        return done.exit_code
+    except typer.TyperException as exc:  # a usage error: an unknown option, a bad value
+        where, message = getattr(exc, "ctx", None), exc.format_message()
+        if message:  # none when the help was shown instead (`freshness` alone)
+            hint = f"Try '{where.command_path} --help' for help.\n" if where is not None else ""
+            print(f"{hint}error: {message}", file=sys.stderr)
+        raise SystemExit(exc.exit_code) from None
+    except REPORTED as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        # The reader went away (`freshness dump | head`): stop quietly, as `cat` would.
+        # Point stdout at devnull so the interpreter's final flush cannot raise again.
+        _silence_stdout()
+        return 128 + signal.SIGPIPE
+    return int(code or 0)
+
+
+def _silence_stdout() -> None:
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (AttributeError, io.UnsupportedOperation):  # stdout replaced by a non-file object
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process

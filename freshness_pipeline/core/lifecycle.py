@@ -1,0 +1,320 @@
+"""The page lifecycle: what one crawl's answers do to the page rows. Pure: no I/O.
+
+The one place where a page is declared gone:
+
+- 404/410: gone. 5xx, 429, a timeout: kept with its last text, retried next run.
+- Missing from the crawl (no sitemap or link lists it) and unanswered: gone only after
+  `missing_after` consecutive misses; listed again, or answering, resets the count.
+- A 200 that reads as an error page (a soft 404, a bot or login wall) keeps its last text
+  and is flagged; so is a page that failed to extract.
+- Only a 301/308 moves a page (its row and text go to the final URL); a 302/303/307 keeps
+  it under its own URL with its last text.
+- An answer shared by too many pages at once is the site's trouble, not news about each
+  page: many pages redirecting to one URL (`hold_mass_redirects`, always) or many live
+  pages gone at once (`hold_mass_gone`, unless the operator allows it) are held as errors.
+  Both compare with the pages fetched in *this* run, so a tier run is judged on its own.
+
+The shell (`pipeline/crawl.py`) fetches, extracts, reads the stored text of the pages
+`needs_last_text` names, calls `settle_crawl` and saves the rows it returns.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Iterable, Mapping, Set
+from dataclasses import dataclass, field, replace
+
+from .models import FetchResult, Outcome, PageText
+from .responses import SHORT_TEXT_CHARS, NotFoundTemplate, looks_soft_404
+from .state import PageRow
+
+__all__ = [
+    "Answer",
+    "CrawlDecisions",
+    "CrawlRun",
+    "LifecyclePolicy",
+    "apply_answers",
+    "hold_mass_gone",
+    "hold_mass_redirects",
+    "needs_last_text",
+    "settle_crawl",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class LifecyclePolicy:
+    """The numbers of the rules (`fetch.*` of the sources file, and two fixed ones)."""
+
+    missing_after: int = 3  # consecutive unanswered misses before a known page is gone
+    max_gone_share: float = 0.5  # of the live pages fetched: more gone at once is an outage
+    max_redirect_share: float = 0.5  # of the pages fetched: more redirecting to one URL is one
+    soft_404_min_chars: int = 200  # a page that had more text and drops under this is flagged
+    errors_before_flag: int = 3  # consecutive errors before a page is flagged for review
+    kept_change_times: int = 16  # the last change times a row keeps (for its tier)
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlRun:
+    """What the run knows besides the answers."""
+
+    source: str
+    now: float
+    listed: Set[str] = frozenset()  # normalized URLs discovery found (sitemaps, links)
+    lastmod: Mapping[str, str] = field(default_factory=dict)  # URL -> sitemap <lastmod>
+    fetch_urls: Mapping[str, str] = field(default_factory=dict)  # URL -> the URL fetched
+    not_found: NotFoundTemplate | None = None  # the site's answer to a URL that cannot exist
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """One page's fetch, with what the shell read for it."""
+
+    result: FetchResult
+    text: PageText | None = None  # its extraction, for an OK answer
+    last_text: str | None = None  # its stored text, read when `needs_last_text` says so
+    login_form: bool = False  # the body has a password field
+
+
+@dataclass(slots=True)
+class CrawlDecisions:
+    """The rows to save (every page answered, and every move's target) and why."""
+
+    rows: dict[str, PageRow] = field(default_factory=dict)
+    gone: list[str] = field(default_factory=list)
+    moves: dict[str, str] = field(default_factory=dict)  # old url -> final url
+    errors: dict[str, str] = field(default_factory=dict)  # url -> reason
+    flagged: dict[str, str] = field(default_factory=dict)  # url -> reason
+    skipped: dict[str, str] = field(default_factory=dict)  # url -> reason: not checked this run
+    new_pages: int = 0
+    changed_pages: int = 0  # pages whose normalized text differs from last time
+
+
+def needs_last_text(result: FetchResult, text: PageText | None) -> bool:
+    """Whether judging this answer may need the page's stored text: a redirect to the very
+    bytes it had, or a short new text (a page that had text can turn near-empty)."""
+    if result.outcome is Outcome.NOT_MODIFIED:
+        return result.final_url is not None
+    return result.outcome is Outcome.OK and len(text.markdown if text else "") < SHORT_TEXT_CHARS
+
+
+def settle_crawl(
+    known: Mapping[str, PageRow],
+    answers: Iterable[Answer],
+    run: CrawlRun,
+    policy: LifecyclePolicy,
+    *,
+    allow_mass_gone: bool = False,
+) -> CrawlDecisions:
+    """The whole run: every answer applied, then the mass-gone hold (`allow_mass_gone`:
+    the operator's override). Give it answers `hold_mass_redirects` already passed."""
+    answers = list(answers)
+    decisions = apply_answers(known, answers, run, policy)
+    fetched_live = sum(1 for a in answers if (k := known.get(a.result.url)) is not None and k.state == "live")
+    return hold_mass_gone(decisions, known, fetched_live=fetched_live, policy=policy, allow=allow_mass_gone)
+
+
+def apply_answers(
+    known: Mapping[str, PageRow], answers: Iterable[Answer], run: CrawlRun, policy: LifecyclePolicy
+) -> CrawlDecisions:
+    """Each answer applied, in order, to its page's row (`known` is left as it was)."""
+    ledger = _Ledger(known, run, policy)
+    for answer in answers:
+        ledger.record(answer)
+    return ledger.decisions
+
+
+def hold_mass_redirects(results: list[FetchResult], policy: LifecyclePolicy) -> list[FetchResult]:
+    """`results` with every page that redirected to an over-shared target turned into an
+    ERROR that says why (its last text is kept, nothing moves)."""
+    fetched = len(results)
+    targets = Counter(r.final_url for r in results if r.final_url and r.outcome is not Outcome.ERROR)
+    limit = policy.max_redirect_share
+    held = {t: n for t, n in targets.items() if n >= 2 and n > limit * fetched}
+    if not held:
+        return results
+    out = []
+    for r in results:
+        n = held.get(r.final_url or "") if r.outcome is not Outcome.ERROR else None
+        if n:
+            why = (
+                f"held: {n} of {fetched} pages fetched this run redirect to {r.final_url} (over "
+                f"fetch.max_redirect_share {limit:.0%}); treated as an outage (a maintenance page?), "
+                "nothing moved or changed, fetched again next run"
+            )
+            r = FetchResult(r.url, Outcome.ERROR, status_code=r.status_code, reason=why, fetched_at=r.fetched_at)
+        out.append(r)
+    return out
+
+
+def hold_mass_gone(
+    decisions: CrawlDecisions,
+    known: Mapping[str, PageRow],
+    *,
+    fetched_live: int,
+    policy: LifecyclePolicy,
+    allow: bool,
+) -> CrawlDecisions:
+    """`decisions`, or when more than `max_gone_share` of the `fetched_live` live pages
+    this run fetched would go, a copy where none goes: each is an error, its row as it was."""
+    gone, limit = decisions.gone, policy.max_gone_share
+    if allow or len(gone) < 2 or len(gone) <= limit * fetched_live:
+        return decisions
+    why = (
+        f"held: {len(gone)} of {fetched_live} live pages would be gone in one crawl (of those fetched, over "
+        f"fetch.max_gone_share {limit:.0%}); treated as an outage, nothing deleted. If the "
+        "site really lost them, re-run with the spike override (freshness run --allow-spike)"
+    )
+    rows, errors = dict(decisions.rows), dict(decisions.errors)
+    for url in gone:
+        before = known.get(url) or replace(rows[url], state="live")  # a move's new target
+        rows[url] = replace(before, outcome=Outcome.ERROR.value, reason=why, last_fetched=rows[url].last_fetched)
+        errors[url] = why
+    return replace(decisions, rows=rows, errors=errors, gone=[])
+
+
+class _Ledger:
+    """The rows of one run as its answers arrive, and the decisions taken on them."""
+
+    def __init__(self, known: Mapping[str, PageRow], run: CrawlRun, policy: LifecyclePolicy) -> None:
+        self.known, self.run, self.policy = known, run, policy
+        self.decisions = CrawlDecisions()
+
+    def record(self, answer: Answer) -> None:
+        res, run, out = answer.result, self.run, self.decisions
+        fetch_url = run.fetch_urls.get(res.url, res.url)
+        row = (
+            out.rows.get(res.url)
+            or self.known.get(res.url)
+            or PageRow(source=run.source, url=res.url, fetch_url=fetch_url, first_seen=run.now)
+        )
+        row = replace(row, outcome=res.outcome.value, status_code=res.status_code, reason=res.reason or None)
+        row.last_fetched = run.now
+        row.lastmod = run.lastmod.get(row.url, row.lastmod)
+        listed = res.url in run.listed
+        if listed:
+            row.miss_count = 0
+        out.rows[row.url] = row
+        if res.outcome is Outcome.ERROR:
+            self._count_error(row, res, listed)
+        elif res.outcome is Outcome.SKIPPED:
+            out.skipped[row.url] = res.reason
+        elif res.final_url and res.temporary and row.text_hash is not None:
+            why = f"temporary redirect to {res.final_url} ({res.reason}): not a move, its last text is kept"
+            row.outcome, row.reason = Outcome.SKIPPED.value, why
+            out.skipped[row.url] = why
+        elif res.outcome is Outcome.GONE:
+            if row.state == "live":
+                out.gone.append(row.url)
+            row.state, row.flag = "gone", None
+        else:
+            row.error_count, row.miss_count = 0, 0  # it answered
+            self._take_answer(row, answer)
+
+    def _count_error(self, row: PageRow, res: FetchResult, listed: bool) -> None:
+        """An unanswered page keeps its text; missing from the crawl too, it is one miss
+        nearer gone; repeated errors flag it."""
+        out, policy = self.decisions, self.policy
+        row.error_count += 1
+        out.errors[row.url] = res.reason
+        if not listed:
+            row.miss_count += 1
+            if row.miss_count >= policy.missing_after and row.state == "live":
+                row.state = "gone"
+                row.reason = f"missing from {row.miss_count} consecutive crawls and unanswered"
+                out.gone.append(row.url)
+        if row.error_count >= policy.errors_before_flag:
+            row.flag = f"{row.error_count} consecutive errors: {res.reason}"
+            out.flagged[row.url] = row.flag
+
+    def _take_answer(self, row: PageRow, answer: Answer) -> None:
+        """A 200 or a 304: new validators, a new text, a move, or a flag (soft 404)."""
+        res, ext = answer.result, answer.text
+        if res.outcome is Outcome.NOT_MODIFIED and not res.final_url:
+            # The indexed version, so no longer in doubt. A 200 with the same bytes brings
+            # fresh validators: next time it can be a 304.
+            row.flag = None
+            row.etag = res.etag or row.etag
+            row.last_modified = res.last_modified or row.last_modified
+            return
+        if res.outcome is Outcome.NOT_MODIFIED:  # redirected to the very bytes it had before
+            if row.text_hash is None:
+                return
+            markdown, title, date = answer.last_text or "", row.title, row.page_date
+        else:
+            markdown = ext.markdown if ext else ""
+            title, date = (ext.title, ext.date) if ext else (None, None)
+            if soft := (ext.error if ext else None) or self._soft_404_reason(row, answer, title, markdown):
+                # Keep the old text and vectors (and do not follow a redirect to a wall).
+                where = f" (after a redirect to {res.final_url})" if res.final_url else ""
+                row.flag, row.outcome = soft + where, Outcome.FLAGGED.value
+                self.decisions.flagged[row.url] = row.flag
+                return
+        if res.final_url and not res.temporary:  # a 301/308 moves the page to its final URL
+            row = self._move_to_final_url(row, res)
+        self._take_text(row, res, markdown, title, date)
+
+    def _soft_404_reason(self, row: PageRow, answer: Answer, title: str | None, markdown: str) -> str | None:
+        """Why this 200 is an error page: judged on its title and h1, the site's not-found
+        page and the page's own last text (only when the new one is short)."""
+        res = answer.result
+        had = None  # a long text is no error page whatever it had
+        if row.text_hash is not None and row.state == "live" and len(markdown) < SHORT_TEXT_CHARS:
+            had = len(answer.last_text or "")
+        template = self.run.not_found
+        if template is not None and template.served_at in (row.url, res.final_url or row.url):
+            template = None  # the page the probe landed on is not an error page itself
+        return looks_soft_404(
+            title,
+            markdown,
+            min_chars=self.policy.soft_404_min_chars,
+            had_chars=had,
+            not_found=template,
+            login_form=answer.login_form,
+        )
+
+    def _take_text(self, row: PageRow, res: FetchResult, markdown: str, title: str | None, date: str | None) -> None:
+        """The page is live with this text; a new or changed text is counted and dated."""
+        out, now = self.decisions, self.run.now
+        text_hash = hashlib.sha256(markdown.encode()).hexdigest()
+        is_new = row.text_hash is None
+        if text_hash != row.text_hash:
+            out.new_pages += is_new
+            out.changed_pages += not is_new
+            row.last_changed = now
+            row.change_times = [*row.change_times, now][-self.policy.kept_change_times :]
+        row.state, row.moved_to, row.flag = "live", None, None
+        unchanged = res.outcome is Outcome.NOT_MODIFIED
+        row.etag = res.etag or (row.etag if unchanged else None)
+        row.last_modified = res.last_modified or (row.last_modified if unchanged else None)
+        row.body_sha256 = res.body_sha256 or row.body_sha256
+        row.markdown, row.text_hash = markdown, text_hash
+        row.title, row.page_date = title, date
+
+    def _move_to_final_url(self, row: PageRow, res: FetchResult) -> PageRow:
+        """Mark `row` as moved to the final URL; return the final URL's row to fill in."""
+        out, now = self.decisions, self.run.now
+        final = res.final_url or row.url
+        target = out.rows.get(final) or self.known.get(final)
+        if row.state == "live" and row.text_hash is not None:
+            out.moves[row.url] = final
+        carried = row.text_hash if row.state == "live" else None  # a pure move is no new text
+        new = (
+            replace(target)
+            if target
+            else PageRow(
+                source=self.run.source,
+                url=final,
+                fetch_url=final,
+                first_seen=now,
+                text_hash=carried,
+                change_times=list(row.change_times),
+            )
+        )
+        row.state, row.moved_to = "moved", final
+        if final in out.gone:  # it answered 404 earlier in this run, yet serves the moved page
+            out.gone.remove(final)
+        new.last_fetched, new.outcome, new.status_code = now, res.outcome.value, res.status_code
+        new.reason, new.miss_count, new.error_count = res.reason or None, 0, 0
+        out.rows[new.url] = new
+        return new

@@ -1,0 +1,38 @@
+"""The counts a refresh records, named once. `vector_index` writes them (the run's row in the
+state store, its Dagster metadata, `freshness run --json`); the run line of the log, the CLI,
+`freshness status` and the demo show them in this order."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+# What the crawl saw, in pages.
+PAGES = ("crawled", "new", "changed", "unchanged", "gone", "errors", "skipped")
+# What was written to the vector store, in records ...
+RECORDS = ("embedded", "payload_updated", "deleted")
+# ... and the records whose vectors stayed or came from the embedding cache.
+REUSED = "reused"
+# The rest of a run's row: the plan's sections and the index before and after.
+DETAILS = (
+    "flagged",
+    "upserted",
+    "orphans_removed",
+    "sections_new",
+    "sections_changed",
+    "sections_moved",
+    "sections_removed",
+    "sections_fuzzy_unchanged",
+    "sections_indexed_before",
+    "sections_indexed",
+)
+KEYS = (*PAGES, *RECORDS, REUSED, *DETAILS)  # every count of a committed run
+
+
+def counts_text(counts: Mapping[str, object], keys: Sequence[str]) -> str:
+    """`crawled: 6 new: 1 ...`: a count missing from `counts` is shown as 0."""
+    return " ".join(f"{k}: {counts.get(k, 0)}" for k in keys)
+
+
+def run_line(counts: Mapping[str, object]) -> str:
+    """A committed run in one line: its pages, then its records."""
+    return f"{counts_text(counts, PAGES)}  | {counts_text(counts, (*RECORDS, REUSED))}"
