@@ -295,7 +295,6 @@ def deliver(ctx: typer.Context, sources: SourcesFile = None) -> int:
 @app.command(help="bring the state store's schema to the newest revision (runs do it too)")
 def migrate(ctx: typer.Context, sources: SourcesFile = None) -> int:
     from ..pipeline.maintenance import migrate as upgrade
-    from ..pipeline.maintenance import migration_line
 
-    print(migration_line(upgrade(_settings(ctx, sources))))
+    print(upgrade(_settings(ctx, sources)))
     return 0

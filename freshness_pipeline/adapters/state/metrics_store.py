@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import pandas as pd
 from sqlalchemy import Engine, delete, func, select
@@ -22,15 +22,9 @@ CITED_KEY_DAYS = 30  # the citation resolution rate looks back this far
 _DAY = 86_400.0
 
 
-class _HasEngine(Protocol):
-    @property
-    def engine(self) -> Engine: ...
-
-
 class MetricsStore:
-    def __init__(self, engine: Engine | _HasEngine) -> None:
-        # cli.py hands over its StateStore until its commands call into pipeline/ (issue 14).
-        self.engine = engine if isinstance(engine, Engine) else engine.engine
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
 
     # -- the time series -----------------------------------------------------------------
 
