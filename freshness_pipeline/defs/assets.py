@@ -39,6 +39,8 @@ log = logging.getLogger(__name__)
 
 _warned: set[str] = set()
 
+REVIEW_SHOWN = 50  # pages per kind in the metadata
+
 
 def _settings_at_load() -> Settings | None:
     """The sources file as the code location loads; a missing or invalid file, or one with
@@ -130,6 +132,10 @@ def fetched_pages(context: dg.AssetExecutionContext, freshness: FreshnessResourc
             "errors_by_page": md_table(sorted(report.errors.items())[:50], ("page", "reason")),
             "skipped_by_page": md_table(sorted(report.skipped.items())[:50], ("page", "reason")),
             "warnings": dg.MetadataValue.json(report.warnings),
+            # The pages an operator should look at (the CLI prints them from here).
+            "pages_to_review": dg.MetadataValue.json(
+                {kind: dict(sorted(pages.items())[:REVIEW_SHOWN]) for kind, pages in report.pages_to_review().items()}
+            ),
         },
     )
 

@@ -14,8 +14,6 @@ location origin: the test suite does so for speed, and tests the launch path on 
 
 from __future__ import annotations
 
-import contextlib
-import io
 import itertools
 import json
 import os
@@ -65,8 +63,6 @@ def run_refresh(
     `vector_index` produced them (else what the crawl knows: `crawled`, `errors`);
     `checks`, every asset check that did not pass; `error_pages` and `flagged_pages`.
     `log_level` is for the run's console only; the instance keeps every event."""
-    from .definitions import defs
-
     instance = dg.DagsterInstance.get()
     reap_dead_runs(instance)  # a killed run's pool slot would make this run wait forever
     if not instance.has_dynamic_partition(sources_partitions.name, source):
@@ -74,6 +70,8 @@ def run_refresh(
     run_tags = {**(tags or {}), HOST_TAG: this_host(), **({TIER_TAG: tier} if tier else {})}
     logs = {"loggers": {"console": {"config": {"log_level": log_level}}}}
     if in_process if in_process is not None else os.environ.get(LAUNCH_ENV) == "in-process":
+        from .definitions import defs  # a launched run loads them in its own process
+
         result = defs.resolve_job_def(JOB).execute_in_process(
             instance=instance, partition_key=source, tags=run_tags, raise_on_error=False, run_config=logs
         )
@@ -84,7 +82,7 @@ def run_refresh(
             run_id = launch(instance, {**run_tags, "dagster/partition": source}, logs, verbose=verbose)
         except LaunchError as exc:
             return {"run_id": None, "status": "failure", "message": str(exc), "checks": []}
-    return summarize(instance, defs, run_id, source)
+    return summarize(instance, run_id)
 
 
 def launch(instance: dg.DagsterInstance, tags: dict[str, str], run_config: dict, *, verbose: bool) -> str:
@@ -152,23 +150,25 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
-def summarize(instance: dg.DagsterInstance, defs: dg.Definitions, run_id: str, source: str) -> dict[str, Any]:
-    """What `run_refresh` returns, read from the instance: the same for both ways of running."""
+def summarize(instance: dg.DagsterInstance, run_id: str) -> dict[str, Any]:
+    """What `run_refresh` returns, read from the run's events (the assets' metadata), the
+    same for both ways of running; no asset value is loaded."""
     run = instance.get_run_by_id(run_id)
     assert run is not None
     done = _materialized(instance, run_id)
-    crawl = _value(defs, instance, "fetched_pages", source) if "fetched_pages" in done else None
-    index = _value(defs, instance, "vector_index", source) if "vector_index" in done else None
+    crawl, index = done.get("fetched_pages"), done.get("vector_index")
     out: dict[str, Any] = {"run_id": run_id}
-    if index is not None:
-        out |= {**index.counts, "reindex_reason": index.reindex_reason}
+    if index is not None:  # its int metadata are the run's counts
+        counts = {k: v for k, v in index.items() if isinstance(v, int) and not isinstance(v, bool)}
+        out |= {**counts, "reindex_reason": index.get("reindex_reason")}
     elif crawl is not None:
-        out |= {"crawled": crawl.crawled, "errors": len(crawl.errors), "skipped": len(crawl.skipped)}
+        out |= {k: crawl[k] for k in ("crawled", "errors", "skipped")}
     if crawl is not None:
-        out["skipped_pages"] = dict(sorted(crawl.skipped.items())[:SHOWN_ERRORS])
-        out["warnings"] = list(crawl.warnings)
-        out["error_pages"] = dict(sorted(crawl.errors.items())[:SHOWN_ERRORS])
-        out["flagged_pages"] = dict(sorted(crawl.flagged.items())[:SHOWN_ERRORS])
+        review = crawl.get("pages_to_review") or {}
+        out["skipped_pages"] = _first(review.get("skipped"))
+        out["warnings"] = list(crawl.get("warnings") or [])
+        out["error_pages"] = _first(review.get("errors"))
+        out["flagged_pages"] = _first(review.get("flagged"))
     checked = _events(instance, run_id, dg.DagsterEventType.ASSET_CHECK_EVALUATION)
     evaluations = [e.asset_check_evaluation_data for e in checked]
     out["checks"] = [
@@ -185,21 +185,23 @@ def summarize(instance: dg.DagsterInstance, defs: dg.Definitions, run_id: str, s
     return {**out, "status": "success"}
 
 
+def _first(pages: dict[str, str] | None) -> dict[str, str]:
+    return dict(sorted((pages or {}).items())[:SHOWN_ERRORS])
+
+
 def _events(instance: dg.DagsterInstance, run_id: str, kind: dg.DagsterEventType) -> list[dg.DagsterEvent]:
     records = instance.get_records_for_run(run_id, of_type=kind).records
     return [r.event_log_entry.dagster_event for r in records if r.event_log_entry.dagster_event]
 
 
-def _materialized(instance: dg.DagsterInstance, run_id: str) -> set[str]:
-    events = _events(instance, run_id, dg.DagsterEventType.ASSET_MATERIALIZATION)
-    return {e.asset_key.to_user_string() for e in events if e.asset_key}
-
-
-def _value(defs: dg.Definitions, instance: dg.DagsterInstance, asset: str, source: str) -> Any:
-    """The asset's output for the partition, as this run stored it through the IO manager
-    (quietly: the loader's own console logger prints every load at DEBUG on stderr)."""
-    with contextlib.redirect_stderr(io.StringIO()):
-        return defs.load_asset_value(asset, partition_key=source, instance=instance)
+def _materialized(instance: dg.DagsterInstance, run_id: str) -> dict[str, dict[str, Any]]:
+    """Asset -> its materialization's metadata values, for the assets this run materialized."""
+    out = {}
+    for r in instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION).records:
+        m = r.event_log_entry.asset_materialization
+        if m is not None:
+            out[m.asset_key.to_user_string()] = {k: v.value for k, v in m.metadata.items()}
+    return out
 
 
 def _failure(instance: dg.DagsterInstance, run_id: str) -> str:

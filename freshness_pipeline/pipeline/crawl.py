@@ -53,6 +53,10 @@ class CrawlReport:
     tier: str | None = None
     seconds: float = 0.0
 
+    def pages_to_review(self) -> dict[str, dict[str, str]]:
+        """The pages whose answer was not a plain success, by kind: url -> reason."""
+        return {"errors": self.errors, "flagged": self.flagged, "skipped": self.skipped}
+
 
 @dataclass(frozen=True, slots=True)
 class _Found:
