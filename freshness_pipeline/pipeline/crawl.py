@@ -18,6 +18,7 @@ from urllib.parse import urljoin
 
 from .. import progress
 from ..adapters.fetch import Discovery, DiscoveryError, Fetcher, Target
+from ..adapters.state.staging import Staging
 from ..core.state import PageRow, SourceState
 from ..config import Source
 from ..core.models import FetchResult, Outcome
@@ -30,6 +31,7 @@ from .workers import Extracted, ExtractJob, extract_one, parallel_map
 
 REPEATED_ERRORS_FLAG = 3  # consecutive errors before a page is flagged for review
 KEEP_CHANGE_TIMES = 16
+SAVE_BATCH = 500  # answers applied (and page rows with new text saved) at a time
 
 
 @dataclass(slots=True)
@@ -50,6 +52,16 @@ class CrawlReport:
     tier: str | None = None
     seconds: float = 0.0
 
+    def counts(self) -> dict[str, int | float]:
+        """What the run line takes from the crawl (staged for the index stage)."""
+        return {
+            "crawled": self.crawled,
+            "errors": len(self.errors),
+            "skipped": len(self.skipped),
+            "flagged": len(self.flagged),
+            "seconds": self.seconds,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class _Found:
@@ -59,15 +71,22 @@ class _Found:
     lastmod: dict[str, str]  # normalized URL -> sitemap <lastmod>
 
 
-def crawl(ctx: SourceContext, *, tier: str | None = None, allow_mass_gone: bool = False) -> CrawlReport:
+def crawl(
+    ctx: SourceContext, *, run_id: str, tier: str | None = None, allow_mass_gone: bool = False
+) -> CrawlReport:
     """Crawl the source (or one tier of it). When more than `fetch.max_gone_share` of the
     live pages this run fetched would be declared gone at once (a CDN or deploy answering
     404 for a minute), they are held as errors instead, unless `allow_mass_gone` (the run's
-    spike override); pages redirecting en masse to one URL are always held (`guards`)."""
+    spike override); pages redirecting en masse to one URL are always held (`guards`).
+
+    `run_id` opens the run's staging (dropping any other run's) and receives the counts."""
     started = time.time()
     src, store = ctx.source, ctx.store
     report = CrawlReport(source=src.name, tier=tier)
+    staging = Staging(store)
     with store.lock(src.name):
+        staging.begin(src.name, run_id)
+        staging.restart(src.name, run_id, "crawl")
         known = store.load_pages(src.name, with_markdown=False)
         rules_changed = _rules_changed(ctx)
         results: list[FetchResult] = []
@@ -90,14 +109,14 @@ def crawl(ctx: SourceContext, *, tier: str | None = None, allow_mass_gone: bool 
                 _reusing(fetcher, targets, discovery), "fetch/extract", total=len(targets), unit="pages"
             )
             jobs = _extract_jobs(fetched, results, tuple(src.noise.disabled_rules), login)
-            extracted = {e.url: e for e in parallel_map(extract_one, jobs)}
+            extracted = _stage_extracts(staging, src.name, run_id, parallel_map(extract_one, jobs))
             not_found = _not_found_template(fetcher, targets, src) if extracted else None
         results = hold_mass_redirects(results, src.fetch)
         now = time.time()
         apply = _Apply(ctx, report, known, found, {t.url: t.fetch_url for t in targets}, now)
         apply.not_found, apply.login = not_found, login
-        for res in results:
-            apply(res, extracted.get(res.url))
+        _apply_in_batches(apply, results, staging, run_id)
+        staging.drop_extracts(src.name, run_id)
         rows = apply.rows
         fetched_live = sum(1 for r in results if (k := known.get(r.url)) is not None and k.state == "live")
         report.gone = hold_mass_gone(
@@ -111,10 +130,51 @@ def crawl(ctx: SourceContext, *, tier: str | None = None, allow_mass_gone: bool 
         report.for_review = {u: p.flag for u, p in sorted(pages.items()) if p.flag}
         live = [u for u, p in pages.items() if p.state == "live"]
         _learn_templates(ctx, live, changed=report.changed_pages + report.new_pages > 0)
-    report.crawled = len(results)
-    report.outcomes = dict(Counter(r.outcome.value for r in results))
-    report.seconds = time.time() - started
+        report.crawled = len(results)
+        report.outcomes = dict(Counter(r.outcome.value for r in results))
+        report.seconds = time.time() - started
+        staging.finish(src.name, run_id, "crawl", report.counts())
     return report
+
+
+def _stage_extracts(staging: Staging, source: str, run_id: str, extracted: Iterator[Extracted]) -> int:
+    """Stage what extraction made of each page, batch by batch (no text is kept in
+    memory); returns how many pages were extracted."""
+    count = 0
+
+    def rows() -> Iterator[tuple[str, str, str | None, str | None, str | None]]:
+        nonlocal count
+        for e in extracted:
+            count += 1
+            yield e.url, e.markdown, e.title, e.date, e.error
+
+    staging.add_extracts(source, run_id, rows())
+    return count
+
+
+def _apply_in_batches(apply: _Apply, results: list[FetchResult], staging: Staging, run_id: str) -> None:
+    """Apply the answers in their order, reading the staged extracts a batch at a time. A
+    row with new text is saved once its batch is applied and its text let go, unless a
+    redirect may still land on it (those are saved with the rest at the end)."""
+    ctx = apply.ctx
+    landing = {r.final_url for r in results if r.final_url}
+    for i in range(0, len(results), SAVE_BATCH):
+        part = results[i : i + SAVE_BATCH]
+        staged = staging.extracts(ctx.name, run_id, [r.url for r in part if r.outcome is Outcome.OK])
+        for res in part:
+            ext = staged.get(res.url)
+            apply(res, Extracted(res.url, *ext) if ext else None)
+        done = [
+            row
+            for res in part
+            if (row := apply.rows.get(res.url)) is not None
+            and row.markdown is not None
+            and row.state == "live"
+            and row.url not in landing
+        ]
+        ctx.store.save_pages(done)
+        for row in done:
+            row.markdown = None  # stored: the final save keeps it
 
 
 def _discover(ctx: SourceContext, fetcher: Fetcher, known: dict[str, PageRow], *, fresh: bool) -> Discovery:
@@ -168,8 +228,7 @@ def _extract_jobs(
             if has_login_form(res.html or ""):
                 login.add(res.url)
             yield ExtractJob(res.url, res.html or "", disabled)
-            res = replace(res, html=None)
-        results.append(res)
+        results.append(replace(res, html=None, links=()))  # the body and links are done with
 
 
 def _targets(

@@ -25,7 +25,7 @@ from ..adapters.damage import REPAIR_INDEX, DamagedState
 from ..config import dagster_home
 from ..core.state import SourceState
 from .context import SourceContext, namespace
-from .indexing import restore_from_manifest
+from .records import restore_from_manifest
 
 
 @dataclass(slots=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import time
+from itertools import islice
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -276,7 +277,7 @@ class StateStore:
     def commit(
         self,
         state: SourceState,
-        plan: Plan,
+        plans: Iterable[Plan],
         *,
         base_generation: int,
         replace_all: bool,
@@ -284,7 +285,8 @@ class StateStore:
         events: Iterable[ChangeEvent],
         run: Mapping[str, Any],
     ) -> None:
-        """Apply a plan to the manifest in one transaction, after the index writes.
+        """Apply a plan, given in batches (`plans`, read as they are applied), to the
+        manifest in one transaction, after the index writes.
 
         Refuses (raises) when another commit landed since the plan was made.
         """
@@ -302,31 +304,8 @@ class StateStore:
                 )
             if replace_all:
                 conn.execute(delete(t).where(t.c.source == source))
-            else:
-                for part in _chunks([*plan.deletes, *(s.id for s in plan.changed)]):
-                    conn.execute(delete(t).where(t.c.source == source, t.c.id.in_(part)))
-            rows = [section_row(source, s, now, now) for s in [*plan.new, *plan.changed]]
-            rows += [section_row(source, m.new, now, now) for m in plan.moved]
-            for i in range(0, len(rows), _CHUNK):
-                conn.execute(t.insert(), rows[i : i + _CHUNK])
-            if plan.payload and not replace_all:
-                self._update_payload(conn, source, plan.payload, now)
-            if plan.key_redirects:
-                self.upsert_rows(
-                    conn,
-                    schema.key_redirects,
-                    [{"source": source, "old_key": o, "new_key": n, "created_at": now} for o, n in plan.key_redirects],
-                    ["source", "old_key"],
-                )
-                # A key that is live again is no longer redirected.
-                live_keys = {s.key for s in plan.upserts}
-                for part in _chunks(live_keys):
-                    conn.execute(
-                        delete(schema.key_redirects).where(
-                            schema.key_redirects.c.source == source,
-                            schema.key_redirects.c.old_key.in_(part),
-                        )
-                    )
+            for plan in plans:
+                self._commit_plan(conn, source, plan, replace_all=replace_all, now=now)
             p = schema.pages
             if signatures:
                 conn.execute(
@@ -335,7 +314,7 @@ class StateStore:
                     .values(indexed_signature=bindparam("b_sig")),
                     [{"b_source": source, "b_url": u, "b_sig": sig} for u, sig in signatures.items()],
                 )
-            ev = [
+            ev = (
                 {
                     "source": source,
                     "url": e.url,
@@ -345,13 +324,42 @@ class StateStore:
                     "created_at": now,
                 }
                 for e in events
-            ]
-            if ev:
-                conn.execute(schema.change_events.insert(), ev)
+            )
+            while part := list(islice(ev, _CHUNK)):
+                conn.execute(schema.change_events.insert(), part)
             conn.execute(delete(schema.pending_writes).where(schema.pending_writes.c.source == source))
             state.generation = base_generation + 1
             self.save_source_state(state, conn)
             conn.execute(schema.runs.insert(), [{"source": source, **run}])
+
+    def _commit_plan(self, conn: Connection, source: str, plan: Plan, *, replace_all: bool, now: float) -> None:
+        """One batch of a plan's manifest changes, inside the commit's transaction."""
+        t = schema.sections
+        if not replace_all:
+            for part in _chunks([*plan.deletes, *(s.id for s in plan.changed)]):
+                conn.execute(delete(t).where(t.c.source == source, t.c.id.in_(part)))
+        rows = [section_row(source, s, now, now) for s in [*plan.new, *plan.changed]]
+        rows += [section_row(source, m.new, now, now) for m in plan.moved]
+        for i in range(0, len(rows), _CHUNK):
+            conn.execute(t.insert(), rows[i : i + _CHUNK])
+        if plan.payload and not replace_all:
+            self._update_payload(conn, source, plan.payload, now)
+        if plan.key_redirects:
+            self.upsert_rows(
+                conn,
+                schema.key_redirects,
+                [{"source": source, "old_key": o, "new_key": n, "created_at": now} for o, n in plan.key_redirects],
+                ["source", "old_key"],
+            )
+        # A key that is live again is no longer redirected.
+        live_keys = {s.key for s in plan.upserts}
+        for part in _chunks(live_keys):
+            conn.execute(
+                delete(schema.key_redirects).where(
+                    schema.key_redirects.c.source == source,
+                    schema.key_redirects.c.old_key.in_(part),
+                )
+            )
 
     @staticmethod
     def _update_payload(conn: Connection, source: str, sections: Iterable[Section], now: float) -> None:
