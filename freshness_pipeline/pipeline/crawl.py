@@ -71,22 +71,17 @@ class _Found:
     lastmod: dict[str, str]  # normalized URL -> sitemap <lastmod>
 
 
-def crawl(
-    ctx: SourceContext, *, run_id: str, tier: str | None = None, allow_mass_gone: bool = False
-) -> CrawlReport:
+def crawl(ctx: SourceContext, *, run_id: str, tier: str | None = None, allow_mass_gone: bool = False) -> CrawlReport:
     """Crawl the source (or one tier of it). When more than `fetch.max_gone_share` of the
     live pages this run fetched would be declared gone at once (a CDN or deploy answering
     404 for a minute), they are held as errors instead, unless `allow_mass_gone` (the run's
     spike override); pages redirecting en masse to one URL are always held (`guards`).
-
     `run_id` opens the run's staging (dropping any other run's) and receives the counts."""
     started = time.time()
     src, store = ctx.source, ctx.store
-    report = CrawlReport(source=src.name, tier=tier)
-    staging = Staging(store)
+    report, staging = CrawlReport(source=src.name, tier=tier), Staging(store)
     with store.lock(src.name):
-        staging.begin(src.name, run_id)
-        staging.restart(src.name, run_id, "crawl")
+        staging.begin(src.name, run_id, "crawl")
         known = store.load_pages(src.name, with_markdown=False)
         rules_changed = _rules_changed(ctx)
         results: list[FetchResult] = []
@@ -109,14 +104,14 @@ def crawl(
                 _reusing(fetcher, targets, discovery), "fetch/extract", total=len(targets), unit="pages"
             )
             jobs = _extract_jobs(fetched, results, tuple(src.noise.disabled_rules), login)
-            extracted = _stage_extracts(staging, src.name, run_id, parallel_map(extract_one, jobs))
+            texts = ((e.url, e.markdown, e.title, e.date, e.error) for e in parallel_map(extract_one, jobs))
+            extracted = staging.add_extracts(src.name, run_id, texts)  # batch by batch, not kept
             not_found = _not_found_template(fetcher, targets, src) if extracted else None
         results = hold_mass_redirects(results, src.fetch)
         now = time.time()
         apply = _Apply(ctx, report, known, found, {t.url: t.fetch_url for t in targets}, now)
         apply.not_found, apply.login = not_found, login
         _apply_in_batches(apply, results, staging, run_id)
-        staging.drop_extracts(src.name, run_id)
         rows = apply.rows
         fetched_live = sum(1 for r in results if (k := known.get(r.url)) is not None and k.state == "live")
         report.gone = hold_mass_gone(
@@ -135,21 +130,6 @@ def crawl(
         report.seconds = time.time() - started
         staging.finish(src.name, run_id, "crawl", report.counts())
     return report
-
-
-def _stage_extracts(staging: Staging, source: str, run_id: str, extracted: Iterator[Extracted]) -> int:
-    """Stage what extraction made of each page, batch by batch (no text is kept in
-    memory); returns how many pages were extracted."""
-    count = 0
-
-    def rows() -> Iterator[tuple[str, str, str | None, str | None, str | None]]:
-        nonlocal count
-        for e in extracted:
-            count += 1
-            yield e.url, e.markdown, e.title, e.date, e.error
-
-    staging.add_extracts(source, run_id, rows())
-    return count
 
 
 def _apply_in_batches(apply: _Apply, results: list[FetchResult], staging: Staging, run_id: str) -> None:
@@ -175,6 +155,7 @@ def _apply_in_batches(apply: _Apply, results: list[FetchResult], staging: Stagin
         ctx.store.save_pages(done)
         for row in done:
             row.markdown = None  # stored: the final save keeps it
+    staging.drop_extracts(ctx.name, run_id)
 
 
 def _discover(ctx: SourceContext, fetcher: Fetcher, known: dict[str, PageRow], *, fresh: bool) -> Discovery:

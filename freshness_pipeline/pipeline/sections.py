@@ -43,8 +43,7 @@ def current_sections(ctx: SourceContext, *, run_id: str) -> SectionsReport:
     out = SectionsReport(source=src.name, run_id=run_id)
     staging = Staging(store)
     with store.lock(src.name):
-        staging.begin(src.name, run_id)
-        staging.restart(src.name, run_id, "sections")
+        staging.begin(src.name, run_id, "sections")
         state = store.source_state(src.name)
         if state is not None:
             diffs = ctx.versions.differences(state)

@@ -65,14 +65,15 @@ class StagedPlan:
 
     def touched(self) -> Iterator[list[str]]:
         """Every record id this run writes or deletes, for the write-ahead intents."""
-        for batches in (self.upserts(), self.payload(), self.deletes()):
-            for batch in batches:
-                yield [s if isinstance(s, str) else s.id for s in batch]
+        actions = CURRENT_ACTIONS if self.reindex else TOUCHED_ACTIONS
+        yield from self.staging.plan_ids(self.ctx.name, self.report.run_id, actions, old=not self.reindex)
+        if self.reindex and self.errors:
+            yield [s.id for s in self.ctx.store.manifest(self.ctx.name, self.errors)]
 
     def owns(self, ids: Collection[str]) -> set[str]:
         """Which of `ids` this run writes or deletes itself."""
         actions = CURRENT_ACTIONS if self.reindex else TOUCHED_ACTIONS
-        own = self.staging.planned_ids(self.ctx.name, self.report.run_id, ids, actions)
+        own = self.staging.planned_ids(self.ctx.name, self.report.run_id, ids, actions, old=not self.reindex)
         if self.reindex and self.errors:
             own |= {s.id for s in self.ctx.store.manifest(self.ctx.name, self.errors)} & set(ids)
         return own

@@ -77,13 +77,15 @@ class Staging:
 
     # -- a run's staging -----------------------------------------------------------------
 
-    def begin(self, source: str, run_id: str) -> None:
-        """Open `run_id`'s staging (kept when it is open already) and drop every other run's."""
+    def begin(self, source: str, run_id: str, stage: str) -> None:
+        """Open `run_id`'s staging for `stage` (kept when it is open already: then what this
+        stage and the later ones staged before is cleared) and drop every other run's."""
         with self.engine.begin() as conn:
             for t in _TABLES:
                 conn.execute(delete(t).where(t.c.source == source, t.c.run_id != run_id))
             row = {"source": source, "run_id": run_id, "started_at": time.time()}
             self._store.insert_ignore_rows(conn, schema.staged_runs, [row])
+        self.restart(source, run_id, stage)
 
     def restart(self, source: str, run_id: str, stage: str) -> None:
         """Clear what `stage` and the stages after it staged for `run_id` (a step run again)."""
@@ -131,20 +133,24 @@ class Staging:
 
     # -- stage 1: extracts ---------------------------------------------------------------
 
-    def add_extracts(self, source: str, run_id: str, items: Iterable[tuple[str, str, str | None, str | None, str | None]]) -> None:
-        """(url, markdown, title, date, error) of pages extracted this run."""
+    def add_extracts(
+        self, source: str, run_id: str, items: Iterable[tuple[str, str, str | None, str | None, str | None]]
+    ) -> int:
+        """(url, markdown, title, date, error) of pages extracted this run; returns how many."""
         rows = (
             {"source": source, "run_id": run_id, "url": u, "markdown": m, "title": t, "date": d, "error": e}
             for u, m, t, d, e in items
         )
-        self._write(schema.staged_extracts, rows)
+        return self._write(schema.staged_extracts, rows)
 
     def drop_extracts(self, source: str, run_id: str) -> None:
         t = schema.staged_extracts
         with self.engine.begin() as conn:
             conn.execute(delete(t).where(t.c.source == source, t.c.run_id == run_id))
 
-    def extracts(self, source: str, run_id: str, urls: Collection[str]) -> dict[str, tuple[str, str | None, str | None, str | None]]:
+    def extracts(
+        self, source: str, run_id: str, urls: Collection[str]
+    ) -> dict[str, tuple[str, str | None, str | None, str | None]]:
         t = schema.staged_extracts
         out = {}
         with self.engine.connect() as conn:
@@ -159,7 +165,14 @@ class Staging:
 
     def add_pages(self, source: str, run_id: str, pages: Iterable[StagedPage]) -> None:
         rows = (
-            {"source": source, "run_id": run_id, "url": p.url, "signature": p.signature, "moved_to": p.moved_to, "error": p.error}
+            {
+                "source": source,
+                "run_id": run_id,
+                "url": p.url,
+                "signature": p.signature,
+                "moved_to": p.moved_to,
+                "error": p.error,
+            }
             for p in pages
         )
         self._write(schema.staged_pages, rows)
@@ -209,7 +222,9 @@ class Staging:
         out: dict[str, str] = {}
         with self.engine.connect() as conn:
             for part in _chunks(urls):
-                q = select(t.c.id, t.c.content_hash).where(t.c.source == source, t.c.run_id == run_id, t.c.url.in_(part))
+                q = select(t.c.id, t.c.content_hash).where(
+                    t.c.source == source, t.c.run_id == run_id, t.c.url.in_(part)
+                )
                 out.update((r.id, r.content_hash) for r in conn.execute(q))
         return out
 
@@ -224,7 +239,9 @@ class Staging:
                 out.extend((r.url, r.content_hash) for r in conn.execute(q))
         return out
 
-    def sections_with_hashes(self, source: str, run_id: str, hashes: Collection[str]) -> list[tuple[str, int, int, str, bool]]:
+    def sections_with_hashes(
+        self, source: str, run_id: str, hashes: Collection[str]
+    ) -> list[tuple[str, int, int, str, bool]]:
         """(url, ordinal, chunk index, content hash, whether the manifest lacks its id) of
         the staged sections holding one of these retrieval texts."""
         s, m = schema.staged_sections, schema.sections
@@ -260,7 +277,9 @@ class Staging:
         rows = ({"source": source, "run_id": run_id, "old_key": o, "new_key": n} for o, n in redirects)
         self._write(schema.staged_redirects, rows)
 
-    def planned(self, source: str, run_id: str, actions: Collection[str]) -> Iterator[list[tuple[PlanRow, Section | None]]]:
+    def planned(
+        self, source: str, run_id: str, actions: Collection[str]
+    ) -> Iterator[list[tuple[PlanRow, Section | None]]]:
         """The plan's rows with these actions in batches (by id), each with its staged
         section dated as the plan found it (None for a removed record)."""
         p, s = schema.staged_plan, schema.staged_sections
@@ -276,14 +295,35 @@ class Staging:
             yield [(PlanRow(r.id, r.action, r.url, r.as_of, r.old_id, r.old_url), _planned_section(r)) for r in rows]
             last = rows[-1].id
 
-    def planned_ids(self, source: str, run_id: str, ids: Collection[str], actions: Collection[str]) -> set[str]:
-        """Which of `ids` the plan's rows with these actions name (a moved record's old id included)."""
+    def plan_ids(
+        self, source: str, run_id: str, actions: Collection[str], *, old: bool = True
+    ) -> Iterator[list[str]]:
+        """The record ids the plan's rows with these actions name (and with `old` a moved
+        record's old id), in batches, without reading the sections."""
+        p = schema.staged_plan
+        q = select(p.c.id, p.c.old_id).where(p.c.source == source, p.c.run_id == run_id, p.c.action.in_(actions))
+        last = ""
+        while True:
+            with self.engine.connect() as conn:
+                rows = conn.execute(q.where(p.c.id > last).order_by(p.c.id).limit(BATCH)).all()
+            if not rows:
+                return
+            yield [i for r in rows for i in (r.id, r.old_id if old else None) if i is not None]
+            last = rows[-1].id
+
+    def planned_ids(
+        self, source: str, run_id: str, ids: Collection[str], actions: Collection[str], *, old: bool = True
+    ) -> set[str]:
+        """Which of `ids` the plan's rows with these actions name (and with `old` a moved
+        record's old id)."""
         p = schema.staged_plan
         out: set[str] = set()
         with self.engine.connect() as conn:
             for part in _chunks(ids):
-                for col in (p.c.id, p.c.old_id):
-                    q = select(col).where(p.c.source == source, p.c.run_id == run_id, p.c.action.in_(actions), col.in_(part))
+                for col in (p.c.id, p.c.old_id) if old else (p.c.id,):
+                    q = select(col).where(
+                        p.c.source == source, p.c.run_id == run_id, p.c.action.in_(actions), col.in_(part)
+                    )
                     out.update(conn.execute(q).scalars())
         return out
 
@@ -301,11 +341,13 @@ class Staging:
         with self.engine.connect() as conn:
             return [(r.old_key, r.new_key) for r in conn.execute(q)]
 
-    def _write(self, table: Table, rows: Iterable[dict[str, Any]]) -> None:
-        it = iter(rows)
+    def _write(self, table: Table, rows: Iterable[dict[str, Any]]) -> int:
+        it, written = iter(rows), 0
         while part := list(islice(it, BATCH)):
             with self.engine.begin() as conn:
                 conn.execute(table.insert(), part)
+            written += len(part)
+        return written
 
 
 def _chunks(items: Collection[str]) -> Iterator[list[str]]:

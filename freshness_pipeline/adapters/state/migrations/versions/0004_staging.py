@@ -18,7 +18,10 @@ _KEY = ("source", "run_id")
 
 
 def _key() -> list[sa.Column]:
-    return [sa.Column("source", sa.String(length=64), nullable=False), sa.Column("run_id", sa.String(length=64), nullable=False)]
+    return [
+        sa.Column("source", sa.String(length=64), nullable=False),
+        sa.Column("run_id", sa.String(length=64), nullable=False),
+    ]
 
 
 def upgrade() -> None:
@@ -108,5 +111,13 @@ def downgrade() -> None:
     with op.batch_alter_table("staged_sections", schema=None) as batch_op:
         batch_op.drop_index("ix_staged_sections_hash")
         batch_op.drop_index("ix_staged_sections_url")
-    for name in ("staged_redirects", "staged_events", "staged_plan", "staged_sections", "staged_pages", "staged_extracts", "staged_runs"):
+    for name in (
+        "staged_redirects",
+        "staged_events",
+        "staged_plan",
+        "staged_sections",
+        "staged_pages",
+        "staged_extracts",
+        "staged_runs",
+    ):
         op.drop_table(name)
