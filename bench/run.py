@@ -62,7 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     home = Path(args.home or tempfile.mkdtemp(prefix="freshness-bench-"))
     home.mkdir(parents=True, exist_ok=True)
     port = args.port or _free_port()
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    # The project's instance settings: without them Dagster queues the run for a daemon.
+    from freshness_pipeline.defs.instance import write_instance_config
+
+    write_instance_config(home)
     (home / "sources.yaml").write_text(
         json.dumps(
             {

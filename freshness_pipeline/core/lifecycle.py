@@ -33,6 +33,7 @@ __all__ = [
     "Answer",
     "CrawlDecisions",
     "CrawlRun",
+    "Ledger",
     "LifecyclePolicy",
     "apply_answers",
     "hold_mass_gone",
@@ -118,7 +119,7 @@ def apply_answers(
     known: Mapping[str, PageRow], answers: Iterable[Answer], run: CrawlRun, policy: LifecyclePolicy
 ) -> CrawlDecisions:
     """Each answer applied, in order, to its page's row (`known` is left as it was)."""
-    ledger = _Ledger(known, run, policy)
+    ledger = Ledger(known, run, policy)
     for answer in answers:
         ledger.record(answer)
     return ledger.decisions
@@ -173,7 +174,7 @@ def hold_mass_gone(
     return replace(decisions, rows=rows, errors=errors, gone=[])
 
 
-class _Ledger:
+class Ledger:
     """The rows of one run as its answers arrive, and the decisions taken on them."""
 
     def __init__(self, known: Mapping[str, PageRow], run: CrawlRun, policy: LifecyclePolicy) -> None:

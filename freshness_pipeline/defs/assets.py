@@ -1,8 +1,10 @@
 """The four assets, one partition per source: fetch -> sections -> plan -> index.
 
 Each asset is one call into `freshness_pipeline.pipeline` plus the metadata Dagster plots.
-Their outputs (reports and plans, not page bodies) go through the IO manager; the pages,
-the manifest and the vectors live in the state store and the vector store.
+Their outputs are small (counts, reasons, the id of the run whose staged work they name)
+and go through the IO manager; the bulk between stages (extracts, sections, the plan) is
+staged in the state store under the run's id, and the pages, the manifest and the vectors
+live in the state store and the vector store.
 
 The normalizer, chunker and embedding-model versions are the assets' `code_version`s, so
 the UI marks what a version bump made out of date (the re-index itself is launched by
@@ -23,8 +25,8 @@ from ..core.tiers import TIERS
 from ..pipeline.context import versions_for
 from ..pipeline.crawl import CrawlReport, crawl
 from ..pipeline.indexing import IndexReport, apply_plan
-from ..pipeline.planning import StagedPlan, make_plan
-from ..pipeline.sections import SectionSet, current_sections
+from ..pipeline.planning import PlanReport, make_plan
+from ..pipeline.sections import SectionsReport, current_sections
 from .executors import CELERY_QUEUE_TAG, EMBEDDINGS_QUEUE
 from .partitions import sources_partitions
 from .resources import FreshnessResource
@@ -40,6 +42,15 @@ log = logging.getLogger(__name__)
 _warned: set[str] = set()
 
 REVIEW_SHOWN = 50  # pages per kind in the metadata
+# vector_index's metadata besides the run's counts
+INDEX_EXTRAS = (
+    "stale_share",
+    "change_share",
+    "run_start_to_searchable_s",
+    "namespace",
+    "reindex_reason",
+    "top_changed_pages",
+)
 
 
 def _settings_at_load() -> Settings | None:
@@ -109,7 +120,7 @@ def fetched_pages(context: dg.AssetExecutionContext, freshness: FreshnessResourc
     freshness.migrate()  # the run's first stage: the later ones (and their checks) only check the schema
     with freshness.open(context.partition_key) as ctx:
         allow = context.run.tags.get(ALLOW_SPIKE_TAG, "").lower() == "true"
-        report = crawl(ctx, tier=tier, allow_mass_gone=allow)
+        report = crawl(ctx, run_id=context.run.run_id, tier=tier, allow_mass_gone=allow)
     for warning in report.warnings:
         context.log.warning(f"{report.source}: {warning}")
     context.log.info(
@@ -145,23 +156,22 @@ def fetched_pages(context: dg.AssetExecutionContext, freshness: FreshnessResourc
     group_name=GROUP,
     kinds={"python"},
     code_version=f"normalizer-{NORMALIZER_VERSION}+chunker-{CHUNKER_VERSION}",
+    deps=[fetched_pages],  # reads the pages it wrote: the state store, not its output
     description="Sections (URL + heading path keys) of every page whose text may have changed.",
 )
-def section_manifest(
-    context: dg.AssetExecutionContext, freshness: FreshnessResource, fetched_pages: CrawlReport
-) -> dg.Output[SectionSet]:
+def section_manifest(context: dg.AssetExecutionContext, freshness: FreshnessResource) -> dg.Output[SectionsReport]:
     with freshness.open(context.partition_key) as ctx:
-        out = current_sections(ctx, fetched_pages)
+        out = current_sections(ctx, run_id=context.run.run_id)
     if out.reindex_reason:
         context.log.warning(f"{out.source}: full re-index: {out.reindex_reason}")
     return dg.Output(
         out,
         metadata={
             "live_pages": out.live_pages,
-            "resegmented_pages": len([s for s in out.signatures.values() if s]),
-            "sections": len(out.sections),
-            "gone_pages": len(out.gone),
-            "segmentation_errors": len(out.errors),
+            "resegmented_pages": out.resegmented_pages,
+            "sections": out.sections,
+            "gone_pages": out.gone_pages,
+            "segmentation_errors": out.errors,
             **({"reindex_reason": out.reindex_reason} if out.reindex_reason else {}),
             "seconds": round(out.seconds, 3),
         },
@@ -176,11 +186,11 @@ def section_manifest(
     description="New / changed / moved / unchanged / removed sections against the manifest.",
 )
 def diff_plan(
-    context: dg.AssetExecutionContext, freshness: FreshnessResource, section_manifest: SectionSet
-) -> dg.Output[StagedPlan]:
+    context: dg.AssetExecutionContext, freshness: FreshnessResource, section_manifest: SectionsReport
+) -> dg.Output[PlanReport]:
     with freshness.open(context.partition_key) as ctx:
         staged = make_plan(ctx, section_manifest)
-    for f in staged.plan.fuzzy:
+    for f in staged.fuzzy:
         context.log.info(
             f"fuzzy unchanged {f.id} ({f.url}, distance {f.distance}): "
             f"-{' '.join(f.removed_words)} +{' '.join(f.added_words)}"
@@ -210,7 +220,7 @@ def diff_plan(
     "Does not run when diff_plan's blocking change-spike check fails.",
 )
 def vector_index(
-    context: dg.AssetExecutionContext, freshness: FreshnessResource, diff_plan: StagedPlan
+    context: dg.AssetExecutionContext, freshness: FreshnessResource, diff_plan: PlanReport
 ) -> dg.Output[IndexReport]:
     with freshness.open(context.partition_key) as ctx:
         allow = context.run.tags.get(ALLOW_SPIKE_TAG, "").lower() == "true"

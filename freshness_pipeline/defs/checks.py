@@ -16,7 +16,7 @@ import dagster as dg
 from ..config import CheckPolicy
 from ..core.spike import SpikeVerdict, history_shares, judge, suspects
 from ..pipeline.crawl import CrawlReport
-from ..pipeline.planning import StagedPlan
+from ..pipeline.planning import PlanReport, changed_sample
 from ..pipeline.reconcile import reconcile
 from .assets import ALLOW_SPIKE_TAG, diff_plan, fetched_pages, md_table, vector_index
 from .partitions import sources_partitions
@@ -50,7 +50,7 @@ def _policy(freshness: FreshnessResource, source: str) -> CheckPolicy:
     "ERROR at `checks.stale_error` (10%).",
 )
 def stale_share(
-    context: dg.AssetCheckExecutionContext, freshness: FreshnessResource, diff_plan: StagedPlan
+    context: dg.AssetCheckExecutionContext, freshness: FreshnessResource, diff_plan: PlanReport
 ) -> dg.AssetCheckResult:
     policy = _policy(freshness, context.partition_key)
     share = diff_plan.stale_share
@@ -83,14 +83,14 @@ def stale_share(
     f"runs. Re-run with the run tag `{ALLOW_SPIKE_TAG}=true` to let a real change through.",
 )
 def change_spike(
-    context: dg.AssetCheckExecutionContext, freshness: FreshnessResource, diff_plan: StagedPlan
+    context: dg.AssetCheckExecutionContext, freshness: FreshnessResource, diff_plan: PlanReport
 ) -> dg.AssetCheckResult:
     source = context.partition_key
     policy = _policy(freshness, source)
     with freshness.open(source) as ctx:
         history = history_shares(ctx.store.runs.recent(source))
         verdict = judge(diff_plan.change_share, history, policy.spike_rule())
-        old = {s.id: s.text for s in ctx.store.manifest.sections(source, {s.url for s in diff_plan.plan.changed})}
+        pairs = changed_sample(ctx, diff_plan, SUSPECT_SAMPLE) if verdict.spike and not diff_plan.reindex_reason else []
     metadata = {
         "change_share": round(verdict.share, 4),
         "history_median": round(verdict.median, 4) if verdict.median is not None else None,
@@ -106,8 +106,7 @@ def change_spike(
         )
     if not verdict.spike:
         return dg.AssetCheckResult(passed=True, metadata=metadata, description=_spike_rule(verdict, policy, False))
-    changed = diff_plan.plan.changed[:SUSPECT_SAMPLE]
-    found = suspects((old[s.id], s.text) for s in changed if s.id in old)
+    found = suspects(pairs)
     metadata["top_pages"] = md_table(diff_plan.top_pages(), ("page", "sections written"))
     metadata["suspects"] = md_table(found, ("phrase added (+) / removed (-)", "changed sections"))
     allowed = context.run.tags.get(ALLOW_SPIKE_TAG, "").lower() == "true"
@@ -133,7 +132,7 @@ def _spike_rule(verdict: SpikeVerdict, policy: CheckPolicy, spike: bool, allowed
 
 
 def _spike_story(
-    source: str, share: float, median: float, plan: StagedPlan, found: list[tuple[str, int]], allowed: bool
+    source: str, share: float, median: float, plan: PlanReport, found: list[tuple[str, int]], allowed: bool
 ) -> str:
     pages = ", ".join(f"{url} ({n})" for url, n in plan.top_pages(5))
     words = "; ".join(f"'{p}' in {n}" for p, n in found) or "none stand out"

@@ -8,7 +8,7 @@ import pandas as pd
 from ..pipeline.history import history_table
 from ..pipeline.indexing import IndexReport
 from ..pipeline.metrics import after_run
-from ..pipeline.planning import StagedPlan
+from ..pipeline.planning import PlanReport
 from .partitions import sources_partitions
 from .resources import FreshnessResource
 
@@ -34,7 +34,7 @@ def _table(frame: pd.DataFrame) -> dg.TableMetadataValue:
 def freshness_metrics(
     context: dg.AssetExecutionContext,
     freshness: FreshnessResource,
-    diff_plan: StagedPlan,
+    diff_plan: PlanReport,
     vector_index: IndexReport,
 ) -> dg.MaterializeResult:
     with freshness.open(context.partition_key) as ctx:

@@ -29,7 +29,7 @@ import dagster as dg
 import yaml
 
 from .. import progress
-from .assets import TIER_TAG
+from .assets import INDEX_EXTRAS, TIER_TAG
 from .coordinator import daemon_running
 from .executors import executor_name
 from .liveness import HOST_TAG, reap_dead_runs, this_host
@@ -158,9 +158,9 @@ def summarize(instance: dg.DagsterInstance, run_id: str) -> dict[str, Any]:
     done = _materialized(instance, run_id)
     crawl, index = done.get("fetched_pages"), done.get("vector_index")
     out: dict[str, Any] = {"run_id": run_id}
-    if index is not None:  # its int metadata are the run's counts
-        counts = {k: v for k, v in index.items() if isinstance(v, int) and not isinstance(v, bool)}
-        out |= {**counts, "reindex_reason": index.get("reindex_reason")}
+    if index is not None:  # its metadata are the run's counts and a few extras
+        out |= {k: v for k, v in index.items() if k not in INDEX_EXTRAS}
+        out["reindex_reason"] = index.get("reindex_reason")
     elif crawl is not None:
         out |= {k: crawl[k] for k in ("crawled", "errors", "skipped")}
     if crawl is not None:

@@ -22,9 +22,10 @@ from ..core.lifecycle import (
     Answer,
     CrawlDecisions,
     CrawlRun,
+    Ledger,
+    hold_mass_gone,
     hold_mass_redirects,
     needs_last_text,
-    settle_crawl,
 )
 from ..core.models import FetchResult, Outcome, PageText
 from ..core.noise import learn_template_blocks
@@ -33,6 +34,8 @@ from ..core.state import PageRow, SourceState
 from ..core.tiers import tier_for
 from .context import SourceContext
 from .workers import ExtractJob, extract_one, parallel_map
+
+SAVE_BATCH = 500  # answers applied (and page rows with new text saved) at a time
 
 
 @dataclass(slots=True)
@@ -53,6 +56,16 @@ class CrawlReport:
     tier: str | None = None
     seconds: float = 0.0
 
+    def counts(self) -> dict[str, int | float]:
+        """What the run line takes from the crawl (staged for the index stage)."""
+        return {
+            "crawled": self.crawled,
+            "errors": len(self.errors),
+            "skipped": len(self.skipped),
+            "flagged": len(self.flagged),
+            "seconds": self.seconds,
+        }
+
     def pages_to_review(self) -> dict[str, dict[str, str]]:
         """The pages whose answer was not a plain success, by kind: url -> reason."""
         return {"errors": self.errors, "flagged": self.flagged, "skipped": self.skipped}
@@ -66,16 +79,18 @@ class _Found:
     lastmod: dict[str, str]  # normalized URL -> sitemap <lastmod>
 
 
-def crawl(ctx: SourceContext, *, tier: str | None = None, allow_mass_gone: bool = False) -> CrawlReport:
+def crawl(ctx: SourceContext, *, run_id: str, tier: str | None = None, allow_mass_gone: bool = False) -> CrawlReport:
     """Crawl the source (or one tier of it). When more than `fetch.max_gone_share` of the
     live pages this run fetched would be declared gone at once (a CDN or deploy answering
     404 for a minute), they are held as errors instead, unless `allow_mass_gone` (the run's
     spike override); pages redirecting en masse to one URL are always held. The rules are
-    `core/lifecycle.py`'s; this is the I/O around them."""
+    `core/lifecycle.py`'s; this is the I/O around them. `run_id` opens the run's staging
+    (dropping any other run's) and receives the counts."""
     started = time.time()
     src, store = ctx.source, ctx.store
-    report = CrawlReport(source=src.name, tier=tier)
+    report, staging = CrawlReport(source=src.name, tier=tier), store.staging
     with store.locks.lock(src.name):
+        staging.begin(src.name, run_id, "crawl")
         known = store.pages.load(src.name, with_markdown=False)
         rules_changed = _rules_changed(ctx)
         results: list[FetchResult] = []
@@ -98,29 +113,70 @@ def crawl(ctx: SourceContext, *, tier: str | None = None, allow_mass_gone: bool 
                 _reusing(fetcher, targets, discovery), "fetch/extract", total=len(targets), unit="pages"
             )
             jobs = _extract_jobs(fetched, results, tuple(src.noise.disabled_rules), login)
-            extracted = {e.url: e for e in parallel_map(extract_one, jobs)}
+            texts = ((e.url, e.markdown, e.title, e.date, e.error) for e in parallel_map(extract_one, jobs))
+            extracted = staging.add_extracts(src.name, run_id, texts)  # batch by batch, not kept
             not_found = _not_found_template(fetcher, targets, src) if extracted else None
         policy = src.fetch.lifecycle_rules()
-        tier_rules = src.tiers.url_rules()
         results = hold_mass_redirects(results, policy)
         now = time.time()
         run = CrawlRun(src.name, now, found.listed, found.lastmod, {t.url: t.fetch_url for t in targets}, not_found)
-        answers = _answers(ctx, known, results, extracted, login)
-        decided = settle_crawl(known, answers, run, policy, allow_mass_gone=allow_mass_gone)
+        ledger = Ledger(known, run, policy)
+        _apply_in_batches(ctx, ledger, results, login, run_id)
+        fetched_live = sum(1 for r in results if (k := known.get(r.url)) is not None and k.state == "live")
+        decided = hold_mass_gone(
+            ledger.decisions, known, fetched_live=fetched_live, policy=policy, allow=allow_mass_gone
+        )
         _report_decisions(report, decided)
-        rows = decided.rows
-        for row in rows.values():
-            row.tier = tier_for(row.url, tier_rules, change_times=row.change_times, first_seen=row.first_seen, now=now)
-        store.pages.save(rows.values())  # rows loaded without their text keep it
-        pages = {**known, **rows}
-        report.tiers = dict(Counter(p.tier for p in pages.values() if p.state == "live"))
-        report.for_review = {u: p.flag for u, p in sorted(pages.items()) if p.flag}
-        live = [u for u, p in pages.items() if p.state == "live"]
-        _learn_templates(ctx, live, changed=report.changed_pages + report.new_pages > 0)
-    report.crawled = len(results)
-    report.outcomes = dict(Counter(r.outcome.value for r in results))
-    report.seconds = time.time() - started
+        _save_rows(ctx, report, known, decided.rows, now)
+        report.crawled = len(results)
+        report.outcomes = dict(Counter(r.outcome.value for r in results))
+        report.seconds = time.time() - started
+        staging.finish(src.name, run_id, "crawl", report.counts())
     return report
+
+
+def _save_rows(
+    ctx: SourceContext, report: CrawlReport, known: dict[str, PageRow], rows: dict[str, PageRow], now: float
+) -> None:
+    """Each row's tier, the rows saved, what the report says of the whole source, and the
+    template blocks learned again when any page changed."""
+    tier_rules = ctx.source.tiers.url_rules()
+    for row in rows.values():
+        row.tier = tier_for(row.url, tier_rules, change_times=row.change_times, first_seen=row.first_seen, now=now)
+    ctx.store.pages.save(rows.values())  # rows loaded without their text keep it
+    pages = {**known, **rows}
+    report.tiers = dict(Counter(p.tier for p in pages.values() if p.state == "live"))
+    report.for_review = {u: p.flag for u, p in sorted(pages.items()) if p.flag}
+    live = [u for u, p in pages.items() if p.state == "live"]
+    _learn_templates(ctx, live, changed=report.changed_pages + report.new_pages > 0)
+
+
+def _apply_in_batches(
+    ctx: SourceContext, ledger: Ledger, results: list[FetchResult], login: set[str], run_id: str
+) -> None:
+    """Record the answers in their order, reading the staged extracts a batch at a time. A
+    row with new text is saved once its batch is recorded and its text let go, unless a
+    redirect may still land on it (those are saved with the rest at the end)."""
+    landing = {r.final_url for r in results if r.final_url}
+    rows = ledger.decisions.rows
+    for i in range(0, len(results), SAVE_BATCH):
+        part = results[i : i + SAVE_BATCH]
+        staged = ctx.store.staging.extracts(ctx.name, run_id, [r.url for r in part if r.outcome is Outcome.OK])
+        texts = {url: PageText(url, *ext) for url, ext in staged.items()}
+        for answer in _answers(ctx, ledger.known, part, texts, login):
+            ledger.record(answer)
+        done = [
+            row
+            for res in part
+            if (row := rows.get(res.url)) is not None
+            and row.markdown is not None
+            and row.state == "live"
+            and row.url not in landing
+        ]
+        ctx.store.pages.save(done)
+        for row in done:
+            row.markdown = None  # stored: the final save keeps it
+    ctx.store.staging.drop_extracts(ctx.name, run_id)
 
 
 def _discover(ctx: SourceContext, fetcher: Fetcher, known: dict[str, PageRow], *, fresh: bool) -> Discovery:
@@ -174,8 +230,7 @@ def _extract_jobs(
             if has_login_form(res.html or ""):
                 login.add(res.url)
             yield ExtractJob(res.url, res.html or "", disabled)
-            res = replace(res, html=None)
-        results.append(res)
+        results.append(replace(res, html=None, links=()))  # the body and links are done with
 
 
 def _targets(
@@ -238,7 +293,6 @@ def _target(url: str, fetch_url: str, prev: PageRow | None) -> Target:
     if prev is None or prev.state != "live":
         return Target(url=url, fetch_url=fetch_url)
     return Target(url, fetch_url, prev.etag, prev.last_modified, prev.body_sha256)
-
 
 
 def _answers(

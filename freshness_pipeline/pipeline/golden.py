@@ -13,6 +13,7 @@ The file (`golden_set:` of the source, relative to the sources file):
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ import yaml
 from ..adapters.vectorstores.base import Hit
 from ..config import ConfigError, Source, sources_path
 from ..core.freshness import GoldenCase, GoldenScore, score_golden
+from ..core.state import PageRow
 from ..core.urls import normalize_url
 from ..core.versions import namespace, page_signature, template_hash
 from .context import SourceContext
@@ -80,9 +82,17 @@ def load_golden(path: Path) -> list[GoldenCase]:
         raise ConfigError(f"{path}: every entry needs `query` and `expect` ({exc!r})") from exc
 
 
-def evaluate(ctx: SourceContext, cases: list[GoldenCase], *, ns: str | None = None) -> GoldenRun:
+def evaluate(
+    ctx: SourceContext,
+    cases: list[GoldenCase],
+    *,
+    ns: str | None = None,
+    current: Callable[[Collection[str]], dict[str, str]] | None = None,
+) -> GoldenRun:
     """Run the golden set against `ns` (default: the active index version). Reads only:
-    safe to call on a re-indexed namespace before the commit makes it active."""
+    safe to call on a re-indexed namespace before the commit makes it active. `current`
+    gives the current sections' content hashes of some pages (a run's staged sections);
+    without it a page changed since it was indexed is segmented again to tell."""
     state = ctx.store.sources.get(ctx.name)
     active = namespace(ctx.name, state.active_version if state else 1)
     ns = ns or active
@@ -91,7 +101,7 @@ def evaluate(ctx: SourceContext, cases: list[GoldenCase], *, ns: str | None = No
         return run
     vectors = ctx.embedder.embed([c.query for c in cases])
     results = [ctx.vectors.query(ns, v.tolist(), DEPTH) for v in vectors]
-    stale = stale_ids(ctx, [h for hits in results for h in hits[:TOP]], manifest_is_index=ns == active)
+    stale = stale_ids(ctx, [h for hits in results for h in hits[:TOP]], manifest_is_index=ns == active, current=current)
     for case, hits in zip(cases, results, strict=True):
         match = _matcher(ctx, case.expect)
         run.ranks.append(next((i for i, h in enumerate(hits, 1) if match(h)), None))
@@ -102,11 +112,18 @@ def evaluate(ctx: SourceContext, cases: list[GoldenCase], *, ns: str | None = No
     return run
 
 
-def stale_ids(ctx: SourceContext, hits: list[Hit], *, manifest_is_index: bool = True) -> set[str]:
+def stale_ids(
+    ctx: SourceContext,
+    hits: list[Hit],
+    *,
+    manifest_is_index: bool = True,
+    current: Callable[[Collection[str]], dict[str, str]] | None = None,
+) -> set[str]:
     """Records whose stored text is not what the live page has now: the page is gone, or
     its current section under that id has another content hash. When the hits come from
     the active index (`manifest_is_index`), a page whose signature is the one its sections
-    were indexed from is current (fuzzy-unchanged edits included) without re-segmenting."""
+    were indexed from is current (fuzzy-unchanged edits included) without re-segmenting;
+    `current` gives the current sections of the others (else they are segmented again)."""
     state = ctx.store.sources.get(ctx.name)
     blocks = list(state.template_blocks) if state else []
     pages = ctx.store.pages.load(ctx.name, with_markdown=False)
@@ -114,19 +131,31 @@ def stale_ids(ctx: SourceContext, hits: list[Hit], *, manifest_is_index: bool = 
     for h in hits:
         by_url.setdefault(h.metadata["url"], []).append(h)
     stale: set[str] = set()
+    todo: list[str] = []
     for url, page_hits in by_url.items():
         page = pages.get(url)
         if page is None or page.state != "live":
             stale.update(h.id for h in page_hits)
             continue
         sig = page_signature(page.text_hash, page.title, template_hash(blocks), ctx.versions)
-        if manifest_is_index and sig == page.indexed_signature:
-            continue
+        if not (manifest_is_index and sig == page.indexed_signature):
+            todo.append(url)
+    live = current(todo) if current is not None else _segmented(ctx, todo, pages, blocks)
+    for url in todo:
+        stale.update(h.id for h in by_url[url] if live.get(h.id) != h.metadata.get("content_hash"))
+    return stale
+
+
+def _segmented(ctx: SourceContext, urls: list[str], pages: dict[str, PageRow], blocks: list[str]) -> dict[str, str]:
+    """Record id -> content hash of these pages' sections, segmented again."""
+    out: dict[str, str] = {}
+    for url in urls:
+        page = pages[url]
         md = ctx.store.pages.markdown(ctx.name, [url]).get(url, "")
         _, sections = segment_one(SegmentJob(url, md, page.page_date, page.title, frozenset(blocks), ctx.tokenizer))
-        live = {s.id: s.content_hash for s in sections} if isinstance(sections, list) else {}
-        stale.update(h.id for h in page_hits if live.get(h.id) != h.metadata.get("content_hash"))
-    return stale
+        if isinstance(sections, list):
+            out.update((s.id, s.content_hash) for s in sections)
+    return out
 
 
 def record_misses(ctx: SourceContext, run: GoldenRun) -> str | None:

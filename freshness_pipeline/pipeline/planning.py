@@ -1,88 +1,253 @@
-"""Stage 3, `diff_plan`: the plan against the committed manifest, with its figures."""
+"""Stage 3, `diff_plan`: the plan against the committed manifest, with its figures.
+
+The plan is made a batch of pages at a time (`core.plan.plan_refresh` on each) and staged
+(`staged_plan`, `staged_events`, `staged_redirects`). A batch holds whole groups of pages
+that the planner may pair with each other: a moved page and the page it moved to, and a
+page that lost a section with the pages now holding that text (a moved or renamed
+section), so the batches together make the plan one call over every page would.
+"""
 
 from __future__ import annotations
 
 import time
-from collections import Counter
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator, Set
 from dataclasses import dataclass, field
 
-from ..core.models import Plan
+from ..adapters.state.staging import PlanRow, Staging
+from ..core.models import FuzzyMatch, Plan, Section
 from ..core.plan import pages_losing_records, plan_refresh
+from ..core.state import ChangeEvent
 from .context import SourceContext
-from .sections import SectionSet
+from .sections import SectionsReport
+
+PLAN_BATCH = 200  # pages planned at a time (whole groups: a batch may hold more)
+TOP_PAGES = 10
 
 
 @dataclass(slots=True)
-class StagedPlan:
+class PlanReport:
+    """What stage 3 staged for `run_id`: the plan's counts and the figures its checks read."""
+
     source: str
-    plan: Plan
-    sections: SectionSet
+    run_id: str
     base_generation: int
     indexed_before: int  # records in the manifest when the plan was made
     reindex_reason: str | None = None
+    counts: dict[str, int] = field(default_factory=dict)  # sections: new, changed, ..., unchanged
+    pages: Counter[str] = field(default_factory=Counter)  # change events by kind: new, changed, gone
+    written: int = 0  # records to write (new, changed, moved)
+    written_new: int = 0  # of them, ids the manifest did not hold
+    deletes: int = 0  # records to delete (removed, and the old ids of moved ones)
+    stale: int = 0  # indexed records whose text no longer matches the live page
+    top: list[tuple[str, int]] = field(default_factory=list)  # pages by sections written
+    fuzzy: list[FuzzyMatch] = field(default_factory=list)
     seconds: float = 0.0
-    counts: dict[str, int] = field(default_factory=dict)
-    previous_ids: set[str] = field(default_factory=set)
-    previous_urls: set[str] = field(default_factory=set)
-    removed_urls: set[str] = field(default_factory=set)  # pages that lost a record
 
     @property
     def stale_share(self) -> float:
         """Indexed records whose stored text no longer matches the live page."""
-        # A changed section under a new key (a renamed heading) stands for a removed record.
-        changed = sum(1 for s in self.plan.changed if s.id in self.previous_ids)
-        stale = changed + len(self.plan.removed) + len(self.plan.moved)
-        return stale / self.indexed_before if self.indexed_before else 0.0
+        return self.stale / self.indexed_before if self.indexed_before else 0.0
 
     @property
     def change_share(self) -> float:
         """Share of the index this run would write or delete (of the larger of its size
         before and after): a mass deletion is as much a spike as a mass rewrite."""
-        written = {s.id for s in self.plan.upserts}  # a changed section replaces its record
-        after = self.indexed_before - len(set(self.plan.deletes)) + len(written - self.previous_ids)
+        after = self.indexed_before - self.deletes + self.written_new
         base = max(self.indexed_before, after)
-        return min(1.0, (len(written) + len(self.plan.removed)) / base) if base else 0.0
+        return min(1.0, (self.written + self.counts.get("removed", 0)) / base) if base else 0.0
 
-    def top_pages(self, n: int = 10) -> list[tuple[str, int]]:
-        touched = Counter(s.url for s in self.plan.upserts)
-        return touched.most_common(n)
+    @property
+    def sections_indexed(self) -> int:
+        """Records in the manifest once the plan is committed."""
+        return self.indexed_before - self.deletes + self.written_new
+
+    def top_pages(self, n: int = TOP_PAGES) -> list[tuple[str, int]]:
+        return self.top[:n]
 
 
-def make_plan(ctx: SourceContext, sections: SectionSet) -> StagedPlan:
+def make_plan(ctx: SourceContext, sections: SectionsReport) -> PlanReport:
     started = time.time()
-    store, src = ctx.store, ctx.source
-    state = store.sources.get(src.name)
-    urls = set(sections.signatures) | set(sections.moves.values())
-    previous = store.manifest.sections(src.name, urls)
-    plan = plan_refresh(
-        src.name,
-        previous,
-        sections.sections,
-        fuzzy_threshold=src.noise.fuzzy_threshold,
-        page_moves=sections.moves,
-        seen_month=time.strftime("%Y-%m", time.gmtime(started)),
-    )
-    prev_ids = {s.id for s in previous}
-    touched = set(plan.deletes) | {s.id for s in [*plan.changed, *plan.payload] if s.id in prev_ids}
-    staged = StagedPlan(
-        source=src.name,
-        plan=plan,
-        sections=sections,
-        base_generation=state.generation if state else 0,
-        indexed_before=store.manifest.count(src.name),
-        reindex_reason=sections.reindex_reason,
-        previous_ids=prev_ids,
-        previous_urls={s.url for s in previous},
-        removed_urls=pages_losing_records(previous, plan),
-    )
-    staged.counts = {
-        "new": len(plan.new),
-        "changed": len(plan.changed),
-        "moved": len(plan.moved),
-        "payload_updated": len(plan.payload),
-        "unchanged": staged.indexed_before - len(touched),
-        "removed": len(plan.removed),
-        "fuzzy_unchanged": len(plan.fuzzy),
-    }
-    staged.seconds = time.time() - started
-    return staged
+    store, src, run_id = ctx.store, ctx.source, sections.run_id
+    staging = store.staging
+    with store.locks.lock(src.name):
+        staging.require(src.name, run_id, "sections")
+        staging.restart(src.name, run_id, "plan")
+        state = store.sources.get(src.name)
+        report = PlanReport(
+            source=src.name,
+            run_id=run_id,
+            base_generation=state.generation if state else 0,
+            indexed_before=store.manifest.count(src.name),
+            reindex_reason=sections.reindex_reason,
+        )
+        pages = staging.pages(src.name, run_id)
+        moves = {p.url: p.moved_to for p in pages if p.moved_to}
+        gone = sorted(p.url for p in pages if p.error is None and p.signature is None)
+        gone_pages = set(gone)
+        urls = {p.url for p in pages if p.error is None} | set(moves.values())
+        tally = _Tally(report)
+        month = time.strftime("%Y-%m", time.gmtime(started))
+        for batch in _batches(staging, src.name, run_id, urls, moves):
+            previous = store.manifest.sections(src.name, batch)
+            current = staging.sections(src.name, run_id, batch)
+            plan = plan_refresh(
+                src.name,
+                previous,
+                current,
+                fuzzy_threshold=src.noise.fuzzy_threshold,
+                page_moves=moves,
+                seen_month=month,
+            )
+            staging.add_plan(src.name, run_id, _rows(plan, previous))
+            staging.add_redirects(src.name, run_id, plan.key_redirects)
+            staging.add_events(src.name, run_id, tally.add(plan, previous, gone_pages))
+        staging.add_events(src.name, run_id, tally.gone(gone))
+        tally.close()
+        report.seconds = time.time() - started
+        staging.finish(src.name, run_id, "plan", {"seconds": report.seconds})
+    return report
+
+
+def changed_sample(ctx: SourceContext, report: PlanReport, n: int) -> list[tuple[str, str]]:
+    """(indexed text, new text) of up to `n` sections the plan rewrites in place."""
+    staging = ctx.store.staging
+    changed: list[Section] = []
+    for batch in staging.planned(ctx.name, report.run_id, ["changed"]):
+        changed += [s for _, s in batch if s is not None]
+        if len(changed) >= n:
+            break
+    old = {s.id: s.text for s in ctx.store.manifest.by_id(ctx.name, [s.id for s in changed[:n]])}
+    return [(old[s.id], s.text) for s in changed[:n] if s.id in old]
+
+
+class _Tally:
+    """Sums the batches' plans into the report; returns each batch's change events."""
+
+    def __init__(self, report: PlanReport) -> None:
+        self.report = report
+        self.kinds: Counter[str] = Counter()
+        self.touched = 0
+        self.top: Counter[str] = Counter()
+
+    def add(self, plan: Plan, previous: list[Section], gone: Set[str]) -> list[ChangeEvent]:
+        r = self.report
+        prev_ids = {s.id for s in previous}
+        deletes = set(plan.deletes)
+        self.kinds.update(
+            new=len(plan.new),
+            changed=len(plan.changed),
+            moved=len(plan.moved),
+            payload_updated=len(plan.payload),
+            removed=len(plan.removed),
+            fuzzy_unchanged=len(plan.fuzzy),
+        )
+        self.touched += len(deletes) + sum(1 for s in [*plan.changed, *plan.payload] if s.id in prev_ids)
+        written = {s.id for s in plan.upserts}
+        r.written += len(written)
+        r.written_new += len(written - prev_ids)
+        r.deletes += len(deletes)
+        r.stale += sum(1 for s in plan.changed if s.id in prev_ids) + len(plan.removed) + len(plan.moved)
+        r.fuzzy += plan.fuzzy
+        self.top.update(s.url for s in plan.upserts)
+        events = change_events(plan.upserts, pages_losing_records(previous, plan), {s.url for s in previous}, gone)
+        r.pages.update(e.kind for e in events)
+        return events
+
+    def gone(self, urls: list[str]) -> list[ChangeEvent]:
+        self.report.pages["gone"] += len(urls)
+        return gone_events(urls)
+
+    def close(self) -> None:
+        r = self.report
+        r.counts = {
+            k: self.kinds[k]
+            for k in ("new", "changed", "moved", "payload_updated", "unchanged", "removed", "fuzzy_unchanged")
+        }
+        r.counts["unchanged"] = r.indexed_before - self.touched
+        r.top = self.top.most_common(TOP_PAGES)
+
+
+def change_events(
+    upserts: Iterable[Section], removed_urls: Set[str], previous_urls: Set[str], gone: Set[str]
+) -> list[ChangeEvent]:
+    """One event per page that gained, changed or lost a record, new or changed (with its
+    written sections' keys); `gone` pages are left out (`gone_events` tells them)."""
+    touched: dict[str, list[Section]] = {}
+    for s in upserts:
+        touched.setdefault(s.url, []).append(s)
+    events = []
+    for url in sorted(touched.keys() | removed_urls):
+        if url in gone:
+            continue
+        kind = "changed" if url in previous_urls else "new"
+        secs = touched.get(url, [])
+        page_hash = secs[0].content_hash if len(secs) == 1 else None
+        events.append(ChangeEvent(url, kind, page_hash, tuple(sorted({s.key for s in secs}))))
+    return events
+
+
+def gone_events(urls: Iterable[str]) -> list[ChangeEvent]:
+    return [ChangeEvent(url, "gone", None, ()) for url in urls]
+
+
+def _rows(plan: Plan, previous: list[Section]) -> Iterator[PlanRow]:
+    """The plan as staged rows: every current section with its action and settled date,
+    and every record to delete."""
+    by_id = {s.id: s for s in previous}
+    action = {s.id: "new" for s in plan.new}
+    action |= {s.id: "changed" for s in plan.changed}
+    action |= {s.id: "payload" for s in plan.payload}
+    action |= {f.id: "fuzzy" for f in plan.fuzzy}
+    moved_from = {m.new.id: by_id[m.old_id] for m in plan.moved}
+    for s in plan.current:
+        old = moved_from.get(s.id)
+        if old is not None:
+            yield PlanRow(s.id, "moved", s.url, s.as_of, old.id, old.url)
+        else:
+            yield PlanRow(s.id, action.get(s.id, "unchanged"), s.url, s.as_of)
+    for record_id in plan.removed:
+        yield PlanRow(record_id, "removed", by_id[record_id].url)
+
+
+def _batches(
+    staging: Staging, source: str, run_id: str, urls: Iterable[str], moves: dict[str, str]
+) -> Iterator[list[str]]:
+    """The pages to plan, in batches of whole groups (see the module's docstring)."""
+    parent = {u: u for u in urls}
+
+    def root(u: str) -> str:
+        while parent[u] != u:
+            parent[u] = parent[parent[u]]
+            u = parent[u]
+        return u
+
+    def join(a: str, b: str) -> None:
+        if a in parent and b in parent:
+            parent[root(a)] = root(b)
+
+    for old, new in moves.items():
+        join(old, new)
+    lost: dict[str, set[str]] = defaultdict(set)  # retrieval text -> pages that lost it
+    for url, content_hash in staging.gone_sections(source, run_id, list(parent)):
+        lost[content_hash].add(url)
+    first: dict[str, tuple[str, int, int]] = {}
+    for url, ordinal, chunk, content_hash, fresh in staging.sections_with_hashes(source, run_id, list(lost)):
+        if fresh:  # a new record that may take the lost one's vector
+            for other in lost[content_hash]:
+                join(other, url)
+        first[content_hash] = min(first.get(content_hash, (url, ordinal, chunk)), (url, ordinal, chunk))
+    for content_hash, (url, _, _) in first.items():  # where a lost key is redirected to
+        for other in lost[content_hash]:
+            join(other, url)
+    groups: dict[str, list[str]] = defaultdict(list)
+    for u in sorted(parent):
+        groups[root(u)].append(u)
+    batch: list[str] = []
+    for members in groups.values():
+        batch += members
+        if len(batch) >= PLAN_BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

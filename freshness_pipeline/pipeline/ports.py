@@ -19,6 +19,8 @@ from ..core.state import ChangeEvent, PageRow, SectionTimes, SourceState
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ..adapters.state.staging import Staging
+
 
 class Locks(Protocol):
     def lock(self, source: str, *, wait: bool = False) -> AbstractContextManager[None]: ...
@@ -48,7 +50,7 @@ class Manifest(Protocol):
     def commit(
         self,
         state: SourceState,
-        plan: Plan,
+        plans: Iterable[Plan],
         *,
         base_generation: int,
         replace_all: bool,
@@ -113,4 +115,6 @@ class State(Protocol):
     def runs(self) -> Runs: ...
     @property
     def metrics(self) -> Metrics: ...
+    @property
+    def staging(self) -> Staging: ...  # one concrete repository: only the stages use it
     def close(self) -> None: ...

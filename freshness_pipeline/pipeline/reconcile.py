@@ -26,7 +26,7 @@ from ..config import Settings, dagster_home
 from ..core.state import SourceState
 from ..core.versions import namespace
 from .context import SourceContext
-from .indexing import restore_from_manifest
+from .records import restore_from_manifest
 
 
 @dataclass(slots=True)

@@ -2,59 +2,103 @@
 
 A page is re-segmented only when its signature (normalized text, title, rules, chunker)
 differs from the one its indexed sections were made from; every other page is carried as
-it is, which is what keeps a quiet run cheap.
+it is, which is what keeps a quiet run cheap. What it decides goes to the run's staging
+(`staged_pages`, `staged_sections`), written batch by batch as the pool segments.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from itertools import islice
 
+from ..adapters.state.staging import StagedPage, Staging
 from ..core.models import Section
+from ..core.state import PageRow
 from ..core.versions import page_signature, template_hash
 from .context import SourceContext
-from .crawl import CrawlReport
 from .workers import SegmentJob, parallel_map, segment_one
+
+STAGE_BATCH = 200  # pages whose sections are staged at a time
 
 
 @dataclass(slots=True)
-class SectionSet:
+class SectionsReport:
+    """What stage 2 staged for `run_id`, in counts."""
+
     source: str
-    sections: list[Section] = field(default_factory=list)  # of the dirty pages only
-    signatures: dict[str, str | None] = field(default_factory=dict)  # dirty/gone url -> new sig
-    moves: dict[str, str] = field(default_factory=dict)  # old url -> url it moved to
-    gone: list[str] = field(default_factory=list)  # urls whose sections must go
+    run_id: str
     live_pages: int = 0
-    errors: dict[str, str] = field(default_factory=dict)  # url -> reason
+    resegmented_pages: int = 0
+    sections: int = 0  # of the re-segmented pages
+    gone_pages: int = 0  # pages whose sections must go
+    errors: int = 0  # pages that could not be segmented (their sections stay)
     reindex_reason: str | None = None
-    crawl: CrawlReport | None = None  # the fetch that produced these pages
     seconds: float = 0.0
 
 
-def current_sections(ctx: SourceContext, crawl: CrawlReport | None = None) -> SectionSet:
+def current_sections(ctx: SourceContext, *, run_id: str) -> SectionsReport:
     started = time.time()
     src, store = ctx.source, ctx.store
-    state = store.sources.get(src.name)
-    out = SectionSet(source=src.name, crawl=crawl)
-    if state is None:
+    out = SectionsReport(source=src.name, run_id=run_id)
+    staging = store.staging
+    with store.locks.lock(src.name):
+        staging.begin(src.name, run_id, "sections")
+        state = store.sources.get(src.name)
+        if state is not None:
+            diffs = ctx.versions.differences(state)
+            if diffs and state.generation > 0:
+                out.reindex_reason = "version change: " + "; ".join(diffs)
+            elif state.generation > 0 and (asked := store.metrics.pending_reindex(src.name)):
+                out.reindex_reason = asked["reason"]  # e.g. repeated golden-set misses (pipeline/golden.py)
+            _stage(ctx, staging, out, state.template_blocks)
         out.seconds = time.time() - started
-        return out  # nothing crawled yet
-    diffs = ctx.versions.differences(state)
-    if diffs and state.generation > 0:
-        out.reindex_reason = "version change: " + "; ".join(diffs)
-    elif state.generation > 0 and (asked := store.metrics.pending_reindex(src.name)):
-        out.reindex_reason = asked["reason"]  # e.g. repeated golden-set misses (pipeline/golden.py)
-    blocks = frozenset(state.template_blocks)
-    thash = template_hash(state.template_blocks)
+        staging.finish(src.name, run_id, "sections", {"seconds": out.seconds, "reindex_reason": out.reindex_reason})
+    return out
+
+
+def _stage(ctx: SourceContext, staging: Staging, out: SectionsReport, template_blocks: list[str]) -> None:
+    """Stage the gone pages, then segment the dirty ones and stage their sections."""
+    src = ctx.source
+    thash = template_hash(template_blocks)
+    pages = ctx.store.pages.load(src.name, with_markdown=False)
+    dirty, gone = _dirty(ctx, pages, thash, out)
+    staging.add_pages(src.name, out.run_id, gone)
+    out.gone_pages = len(gone)
+    blocks = frozenset(template_blocks)
+    texts = ctx.store.pages.iter_markdown(src.name, sorted(dirty))  # read by chunks, not all at once
+    jobs = (SegmentJob(url, md, pages[url].page_date, pages[url].title, blocks, ctx.tokenizer) for url, md in texts)
+    results = parallel_map(segment_one, jobs)
+    while part := list(islice(results, STAGE_BATCH)):
+        sections: list[Section] = []
+        decided: list[StagedPage] = []
+        for url, result in part:
+            if isinstance(result, str):
+                decided.append(StagedPage(url, error=result))  # keeps its old sections: out of the plan
+                out.errors += 1
+                continue
+            sections.extend(result)
+            decided.append(StagedPage(url, signature=dirty[url]))
+            out.resegmented_pages += 1
+        staging.add_sections(src.name, out.run_id, sections)
+        staging.add_pages(src.name, out.run_id, decided)
+        out.sections += len(sections)
+
+
+def _dirty(
+    ctx: SourceContext, pages: dict[str, PageRow], thash: str, out: SectionsReport
+) -> tuple[dict[str, str], list[StagedPage]]:
+    """(url -> new signature of every page to re-segment, the pages whose sections go)."""
     dirty: dict[str, str] = {}
-    pages = store.pages.load(src.name, with_markdown=False)
+    gone: list[StagedPage] = []
+    moved_to: set[str] = set()
     for page in pages.values():
         if page.state != "live":
             if page.indexed_signature is not None:  # its sections are still indexed
-                out.gone.append(page.url)
-                out.signatures[page.url] = None
-                if page.state == "moved" and page.moved_to:
-                    out.moves[page.url] = page.moved_to
+                moved = page.moved_to if page.state == "moved" else None
+                gone.append(StagedPage(page.url, moved_to=moved))
+                if moved:
+                    moved_to.add(moved)
             continue
         if page.text_hash is None:
             continue  # never had content (skipped, or only errors so far)
@@ -64,20 +108,9 @@ def current_sections(ctx: SourceContext, crawl: CrawlReport | None = None) -> Se
             dirty[page.url] = sig
     # A page that moved onto a live page: the planner compares against that page's
     # indexed sections too, so it must have current ones even when its text is unchanged.
-    for url in set(out.moves.values()) - dirty.keys():
+    for url in moved_to - dirty.keys():
         page = pages.get(url)
         if page is not None and page.state == "live" and page.text_hash is not None:
             dirty[url] = page_signature(page.text_hash, page.title, thash, ctx.versions)
-    markdown = store.pages.markdown(src.name, dirty)
-    jobs = [
-        SegmentJob(url, markdown.get(url, ""), pages[url].page_date, pages[url].title, blocks, ctx.tokenizer)
-        for url in sorted(dirty)
-    ]
-    for url, result in parallel_map(segment_one, jobs):
-        if isinstance(result, str):
-            out.errors[url] = result  # keep the old sections: the page stays out of the plan
-            continue
-        out.sections.extend(result)
-        out.signatures[url] = dirty[url]
-    out.seconds = time.time() - started
-    return out
+    return dirty, gone
+

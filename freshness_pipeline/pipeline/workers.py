@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from itertools import chain, islice
 from typing import TypeVar
@@ -24,6 +25,8 @@ R = TypeVar("R")
 
 # Below this many items a pool costs more (process start, imports) than it saves.
 POOL_MIN_ITEMS = 24
+CHUNK = 16  # items per task sent to a worker
+IN_FLIGHT = 8  # tasks per worker submitted ahead of the results read: memory stays bounded
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,13 +72,27 @@ def parallel_map(fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
     """`map` over a process pool when there is enough work, in order; else inline.
 
     `items` may be a generator still being produced (pages still downloading): the pool
-    starts once `POOL_MIN_ITEMS` have arrived and works while the rest come in.
+    starts once `POOL_MIN_ITEMS` have arrived and works while the rest come in. Items are
+    taken from `items` only as results are read (`IN_FLIGHT` tasks per worker ahead), so
+    neither the items nor the results pile up in memory.
     """
     rest = iter(items)
     head = list(islice(rest, POOL_MIN_ITEMS))
-    if len(head) < POOL_MIN_ITEMS or (os.cpu_count() or 1) < 2:
+    workers = os.cpu_count() or 1
+    if len(head) < POOL_MIN_ITEMS or workers < 2:
         yield from map(fn, chain(head, rest))
         return
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=os.cpu_count(), mp_context=ctx) as pool:
-        yield from pool.map(fn, chain(head, rest), chunksize=16)
+    todo = chain(head, rest)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        pending: deque[Future[list[R]]] = deque()
+        while chunk := list(islice(todo, CHUNK)):
+            pending.append(pool.submit(_map_chunk, fn, chunk))
+            if len(pending) >= IN_FLIGHT * workers:
+                yield from pending.popleft().result()
+        while pending:
+            yield from pending.popleft().result()
+
+
+def _map_chunk(fn: Callable[[T], R], chunk: list[T]) -> list[R]:
+    return [fn(item) for item in chunk]

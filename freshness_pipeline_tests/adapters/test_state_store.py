@@ -35,7 +35,7 @@ def state(source: str = "docs") -> SourceState:
 def commit(store: StateStore, plan: Plan, gen: int, **kw) -> None:
     store.manifest.commit(
         state(plan.source),
-        plan,
+        [plan],
         base_generation=gen,
         replace_all=kw.get("replace_all", False),
         signatures=kw.get("signatures", {}),

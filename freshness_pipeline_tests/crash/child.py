@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import uuid
 from pathlib import Path
 
 _PRELOAD = [
@@ -73,9 +74,11 @@ def _main(sources: str, source: str, home: str, crash: str | None, embed_log: st
 
     migrate(load_settings())  # as a run's first stage does
     ctx = SourceContext.open(load_settings(), source)
+    run_id = uuid.uuid4().hex
     try:
-        staged = make_plan(ctx, current_sections(ctx, crawl(ctx)))
-        indexing.apply_plan(ctx, staged)
+        crawl(ctx, run_id=run_id)
+        planned = make_plan(ctx, current_sections(ctx, run_id=run_id))
+        indexing.apply_plan(ctx, planned, run_id=run_id)
     except Exception as exc:
         with error_file(Path(embed_log)).open("a") as fh:
             fh.write(f"{type(exc).__name__}: {exc}\n")

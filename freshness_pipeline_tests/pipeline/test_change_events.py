@@ -1,4 +1,4 @@
-"""The change events of a commit: one per page, gone pages last; linear in the pages."""
+"""The change events of a plan: one per page, gone pages told apart; linear in the pages."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from freshness_pipeline.core.fingerprint import content_hash
 from freshness_pipeline.core.models import Section
-from freshness_pipeline.pipeline.indexing import change_events
+from freshness_pipeline.pipeline.planning import change_events, gone_events
 from freshness_pipeline_tests.counting import CountingStr
 
 
@@ -16,7 +16,7 @@ def _sec(url: str, key: str) -> Section:
 
 def test_one_event_per_page_new_changed_and_gone() -> None:
     upserts = [_sec("u/a", "k1"), _sec("u/a", "k2"), _sec("u/b", "k3")]
-    events = change_events(upserts, {"u/c", "u/d"}, previous_urls={"u/a", "u/c"}, gone=["u/d"])
+    events = change_events(upserts, {"u/c", "u/d"}, {"u/a", "u/c"}, {"u/d"}) + gone_events(["u/d"])
     got = [(e.url, e.kind, e.section_keys) for e in events]
     assert got == [
         ("u/a", "changed", ("k1", "k2")),
@@ -32,8 +32,8 @@ def test_gone_pages_are_looked_up_not_scanned(pages: int) -> None:
     """A list scan of the gone pages per touched page (the old quadratic) compares every
     gone URL once per page."""
     upserts = [_sec(f"u/{i}", f"k{i}") for i in range(pages)]
-    gone = [CountingStr(f"g/{i}") for i in range(pages // 10)]
+    gone = {CountingStr(f"g/{i}") for i in range(pages // 10)}
     CountingStr.reset()
-    events = change_events(upserts, set(), previous_urls=set(), gone=gone)
-    assert [e.kind for e in events].count("gone") == len(gone) and len(events) == pages + len(gone)
+    events = change_events(upserts, set(), set(), gone)
+    assert len(events) == pages
     assert CountingStr.ops <= 30 * len(gone)

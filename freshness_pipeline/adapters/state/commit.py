@@ -1,5 +1,5 @@
 """The manifest commit: one transaction, after the vector store writes succeeded, that
-applies a plan to the manifest and records key redirects, page signatures, change events
+applies a plan (in batches, read as they are applied) to the manifest and records key redirects, page signatures, change events
 (the outbox), the cleared intents, the new generation and the run.
 
 A plan made against an older generation is refused (`StalePlan`) before anything is written.
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
+from itertools import islice
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete
@@ -28,7 +29,7 @@ class StalePlan(RuntimeError):
 def commit_plan(
     conn: Connection,
     state: SourceState,
-    plan: Plan,
+    plans: Iterable[Plan],
     *,
     base_generation: int,
     replace_all: bool,
@@ -44,8 +45,11 @@ def commit_plan(
             f"source {source!r}: the manifest changed since this plan was made "
             f"(generation {base_generation} -> {current}); re-run the refresh"
         )
-    _apply_sections(conn, source, plan, replace_all=replace_all, now=now)
-    _record_redirects(conn, source, plan, now)
+    if replace_all:
+        conn.execute(delete(schema.sections).where(schema.sections.c.source == source))
+    for plan in plans:
+        _apply_sections(conn, source, plan, replace_all=replace_all, now=now)
+        _record_redirects(conn, source, plan, now)
     _record_signatures(conn, source, signatures)
     _record_events(conn, source, events, now)
     conn.execute(delete(schema.pending_writes).where(schema.pending_writes.c.source == source))
@@ -55,12 +59,10 @@ def commit_plan(
 
 
 def _apply_sections(conn: Connection, source: str, plan: Plan, *, replace_all: bool, now: float) -> None:
-    """The manifest rows: removed and rewritten sections go, written ones come in, and those
-    whose retrieval text did not change get their payload updated in place."""
+    """One batch of the manifest rows: removed and rewritten sections go, written ones come
+    in, and those whose retrieval text did not change get their payload updated in place."""
     t = schema.sections
-    if replace_all:
-        conn.execute(delete(t).where(t.c.source == source))
-    else:
+    if not replace_all:
         for part in chunks([*plan.deletes, *(s.id for s in plan.changed)]):
             conn.execute(delete(t).where(t.c.source == source, t.c.id.in_(part)))
     rows = [section_row(source, s, now, now) for s in [*plan.new, *plan.changed]]
@@ -87,12 +89,11 @@ def _update_payload(conn: Connection, source: str, sections: Iterable[Section], 
 
 def _record_redirects(conn: Connection, source: str, plan: Plan, now: float) -> None:
     """Old key -> new key for moved pages and renamed headings; a key that is live again
-    is no longer redirected."""
-    if not plan.key_redirects:
-        return
+    is no longer redirected (whichever batch redirected it)."""
     t = schema.key_redirects
-    rows = [{"source": source, "old_key": o, "new_key": n, "created_at": now} for o, n in plan.key_redirects]
-    upsert_rows(conn, t, rows, ["source", "old_key"])
+    if plan.key_redirects:
+        rows = [{"source": source, "old_key": o, "new_key": n, "created_at": now} for o, n in plan.key_redirects]
+        upsert_rows(conn, t, rows, ["source", "old_key"])
     for part in chunks({s.key for s in plan.upserts}):
         conn.execute(delete(t).where(t.c.source == source, t.c.old_key.in_(part)))
 
@@ -112,7 +113,7 @@ def _record_signatures(conn: Connection, source: str, signatures: Mapping[str, s
 
 def _record_events(conn: Connection, source: str, events: Iterable[ChangeEvent], now: float) -> None:
     """The outbox: change events, delivered to webhooks after the commit."""
-    rows = [
+    rows = (
         {
             "source": source,
             "url": e.url,
@@ -122,6 +123,6 @@ def _record_events(conn: Connection, source: str, events: Iterable[ChangeEvent],
             "created_at": now,
         }
         for e in events
-    ]
-    if rows:
-        conn.execute(schema.change_events.insert(), rows)
+    )
+    while part := list(islice(rows, CHUNK)):
+        conn.execute(schema.change_events.insert(), part)

@@ -92,7 +92,7 @@ class Manifest:
     def commit(
         self,
         state: SourceState,
-        plan: Plan,
+        plans: Iterable[Plan],
         *,
         base_generation: int,
         replace_all: bool,
@@ -100,14 +100,14 @@ class Manifest:
         events: Iterable[ChangeEvent],
         run: Mapping[str, Any],
     ) -> None:
-        """Apply a plan to the manifest in one transaction, after the index writes; also
+        """Apply a plan, in batches (`plans`), to the manifest in one transaction, after the index writes; also
         records key redirects, page signatures, change events and the run. Refuses
         (`StalePlan`) when another commit landed since the plan was made."""
         with self.engine.begin() as conn:
             commit_plan(
                 conn,
                 state,
-                plan,
+                plans,
                 base_generation=base_generation,
                 replace_all=replace_all,
                 signatures=signatures,

@@ -231,3 +231,107 @@ webhook_cursors = Table(
     Column("last_error", Text),
     Column("updated_at", Float, nullable=False),
 )
+
+# -- staging (migration 0004) --------------------------------------------------------------
+# One refresh's work between its stages, keyed by source and run id: written in batches by
+# one stage, read in batches by the next, dropped by the commit and by the next run's start
+# (`staging.py`). Nothing outside a run reads them.
+
+# A run whose stages staged work: which stage finished (its counts), for the run line.
+staged_runs = Table(
+    "staged_runs",
+    metadata,
+    Column("source", String(64), primary_key=True),
+    Column("run_id", String(64), primary_key=True),
+    Column("started_at", Float, nullable=False),
+    Column("crawl", JSON),  # stage 1's counts, once it finished
+    Column("sections", JSON),  # stage 2's counts, once it finished
+    Column("plan", JSON),  # stage 3's counts, once it finished
+)
+
+# Stage 1: what extraction made of each page fetched with a body, until the crawl applied it.
+staged_extracts = Table(
+    "staged_extracts",
+    metadata,
+    Column("source", String(64), primary_key=True),
+    Column("run_id", String(64), primary_key=True),
+    Column("url", String(2048), primary_key=True),
+    Column("markdown", Text, nullable=False),
+    Column("title", Text),
+    Column("date", String(10)),
+    Column("error", Text),
+)
+
+# Stage 2: every page whose sections change: its new signature (None: its sections go),
+# where it moved, or why it could not be segmented (its sections stay as they are).
+staged_pages = Table(
+    "staged_pages",
+    metadata,
+    Column("source", String(64), primary_key=True),
+    Column("run_id", String(64), primary_key=True),
+    Column("url", String(2048), primary_key=True),
+    Column("signature", String(64)),
+    Column("moved_to", String(2048)),
+    Column("error", Text),
+)
+
+# Stage 2: the current sections of the re-segmented pages (columns as in `sections`).
+staged_sections = Table(
+    "staged_sections",
+    metadata,
+    Column("source", String(64), primary_key=True),
+    Column("run_id", String(64), primary_key=True),
+    Column("id", String(128), primary_key=True),
+    Column("key", String(64), nullable=False),
+    Column("chunk_index", Integer, nullable=False),
+    Column("url", String(2048), nullable=False),
+    Column("heading_path", JSON, nullable=False),
+    Column("ordinal", Integer, nullable=False),
+    Column("text", Text, nullable=False),
+    Column("embed_text", Text, nullable=False),
+    Column("content_hash", String(64), nullable=False),
+    Column("simhash", BigInteger),
+    Column("tokens", Integer, nullable=False),
+    Column("page_date", String(10)),
+    Column("title", Text),
+    Index("ix_staged_sections_url", "source", "run_id", "url"),
+    Index("ix_staged_sections_hash", "source", "run_id", "content_hash"),
+)
+
+# Stage 3: the plan, one row per current section (its action and settled `as_of`) and per
+# record to delete (`removed`; a moved section's old id is its row's `old_id`).
+staged_plan = Table(
+    "staged_plan",
+    metadata,
+    Column("source", String(64), primary_key=True),
+    Column("run_id", String(64), primary_key=True),
+    Column("id", String(128), primary_key=True),
+    Column("action", String(16), nullable=False),  # new|changed|moved|payload|unchanged|fuzzy|removed
+    Column("url", String(2048), nullable=False),
+    Column("as_of", String(10)),
+    Column("old_id", String(128)),
+    Column("old_url", String(2048)),
+    Index("ix_staged_plan_action", "source", "run_id", "action"),
+)
+
+# Stage 3: the change events the commit will record (one per page; gone pages sort last).
+staged_events = Table(
+    "staged_events",
+    metadata,
+    Column("source", String(64), primary_key=True),
+    Column("run_id", String(64), primary_key=True),
+    Column("url", String(2048), primary_key=True),
+    Column("kind", String(16), nullable=False),
+    Column("content_hash", String(64)),
+    Column("section_keys", JSON, nullable=False),
+)
+
+# Stage 3: the key redirects the plan records.
+staged_redirects = Table(
+    "staged_redirects",
+    metadata,
+    Column("source", String(64), primary_key=True),
+    Column("run_id", String(64), primary_key=True),
+    Column("old_key", String(64), primary_key=True),
+    Column("new_key", String(64), nullable=False),
+)

@@ -25,6 +25,7 @@ from .migrate import MIGRATE, OR_RUN, current_revisions, head_revisions, require
 from .pages import Pages
 from .runs import RunLog
 from .sources import Sources
+from .staging import Staging
 from .vector_cache import VectorCache
 
 __all__ = ["Migration", "SourceBusy", "StateStore", "migrate"]
@@ -33,7 +34,7 @@ __all__ = ["Migration", "SourceBusy", "StateStore", "migrate"]
 class StateStore:
     """The state database behind one engine, as small repositories: `locks`, `sources`,
     `pages`, `manifest` (with its commit and key redirects), `vector_cache`, `intents`,
-    `runs` and `metrics`.
+    `runs`, `metrics` and `staging` (a run's work between its stages).
 
     A writer needs the database at the newest schema (`SchemaOutdated`, naming
     `freshness migrate`, otherwise). `read_only`: for commands that only read (status,
@@ -55,6 +56,7 @@ class StateStore:
         self.intents = Intents(self.engine)
         self.runs = RunLog(self.engine)
         self.metrics = MetricsStore(self.engine)
+        self.staging = Staging(self.engine)
 
     def close(self) -> None:
         self.engine.dispose()

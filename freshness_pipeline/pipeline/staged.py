@@ -1,0 +1,105 @@
+"""The staged plan as the commit protocol reads it, batch by batch: what to upsert, update
+in place and delete, the intents naming all of it, and the manifest changes to commit.
+
+A re-index writes every current section (and the indexed sections of pages that failed to
+segment: a re-index never drops a page for a bad minute) into the next index version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
+
+from ..adapters.state.staging import UPSERT_ACTIONS
+from ..core.models import Move, Plan, Section
+from .context import SourceContext
+from .planning import PlanReport
+
+CURRENT_ACTIONS = ("new", "changed", "moved", "payload", "unchanged", "fuzzy")
+TOUCHED_ACTIONS = (*UPSERT_ACTIONS, "payload", "removed")
+
+
+@dataclass
+class StagedPlan:
+    ctx: SourceContext
+    report: PlanReport
+
+    def __post_init__(self) -> None:
+        self.staging = self.ctx.store.staging
+        self.reindex = self.report.reindex_reason is not None
+        self._pages = None
+
+    def require(self) -> dict[str, dict]:
+        """The upstream stages' counts; raises when this run's staged plan is gone."""
+        src, run = self.ctx.name, self.report.run_id
+        self.staging.require(src, run, "plan")
+        counts = {stage: self.staging.counts(src, run, stage) or {} for stage in ("crawl", "sections")}
+        self._pages = self.staging.pages(src, run)
+        return counts
+
+    @property
+    def errors(self) -> list[str]:
+        """Pages that could not be segmented this run (their sections stay as they are)."""
+        return [p.url for p in self._pages or [] if p.error is not None]
+
+    def signatures(self) -> dict[str, str | None]:
+        """Page -> signature of its sections once committed (None: they are gone)."""
+        return {p.url: p.signature for p in self._pages or [] if p.error is None}
+
+    def upserts(self) -> Iterator[list[Section]]:
+        actions = CURRENT_ACTIONS if self.reindex else UPSERT_ACTIONS
+        for batch in self.staging.planned(self.ctx.name, self.report.run_id, actions):
+            yield [s for _, s in batch if s is not None]
+        if self.reindex and self.errors:  # dated as they were indexed
+            yield self.ctx.store.manifest.sections(self.ctx.name, self.errors)
+
+    def payload(self) -> Iterator[list[Section]]:
+        if not self.reindex:
+            for batch in self.staging.planned(self.ctx.name, self.report.run_id, ["payload"]):
+                yield [s for _, s in batch if s is not None]
+
+    def deletes(self) -> Iterator[list[str]]:
+        if not self.reindex:
+            for batch in self.staging.planned(self.ctx.name, self.report.run_id, ["removed", "moved"]):
+                yield [row.old_id if row.action == "moved" else row.id for row, _ in batch]
+
+    def touched(self) -> Iterator[list[str]]:
+        """Every record id this run writes or deletes, for the write-ahead intents."""
+        actions = CURRENT_ACTIONS if self.reindex else TOUCHED_ACTIONS
+        yield from self.staging.plan_ids(self.ctx.name, self.report.run_id, actions, old=not self.reindex)
+        if self.reindex and self.errors:
+            yield [s.id for s in self.ctx.store.manifest.sections(self.ctx.name, self.errors)]
+
+    def owns(self, ids: Collection[str]) -> set[str]:
+        """Which of `ids` this run writes or deletes itself."""
+        actions = CURRENT_ACTIONS if self.reindex else TOUCHED_ACTIONS
+        own = self.staging.planned_ids(self.ctx.name, self.report.run_id, ids, actions, old=not self.reindex)
+        if self.reindex and self.errors:
+            own |= {s.id for s in self.ctx.store.manifest.sections(self.ctx.name, self.errors)} & set(ids)
+        return own
+
+    def manifest_changes(self) -> Iterator[Plan]:
+        """The plan in batches for the manifest commit (a re-index: every record, as new)."""
+        src = self.ctx.name
+        if self.reindex:
+            for part in self.upserts():
+                yield Plan(source=src, new=part)
+        else:
+            for batch in self.staging.planned(src, self.report.run_id, TOUCHED_ACTIONS):
+                plan = Plan(source=src)
+                for row, s in batch:
+                    if row.action == "removed":
+                        plan.removed.append(row.id)
+                    elif row.action == "moved" and s is not None:
+                        plan.moved.append(Move(old_id=row.old_id or "", new=s))
+                    elif s is not None:
+                        {"new": plan.new, "changed": plan.changed, "payload": plan.payload}[row.action].append(s)
+                yield plan
+        yield Plan(source=src, key_redirects=self.staging.redirects(src, self.report.run_id))
+
+    def current_hashes(self, urls: Collection[str]) -> dict[str, str]:
+        """Record id -> content hash of these pages' current sections (no re-segmenting)."""
+        return self.staging.section_hashes(self.ctx.name, self.report.run_id, urls)
+
+    def drop(self) -> None:
+        self.staging.drop(self.ctx.name, self.report.run_id)

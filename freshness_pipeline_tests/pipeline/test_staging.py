@@ -1,0 +1,90 @@
+"""The staging between stages: a run's staged work is named by its run id, a later run's
+start drops whatever a killed run staged (so none of it reaches the later plan), the
+commit drops the run's own, and a stage whose staged input is gone refuses to go on."""
+
+from __future__ import annotations
+
+import copy
+import random
+from pathlib import Path
+
+import pytest
+import yaml
+from sqlalchemy import func, select
+
+from freshness_pipeline.adapters.state import schema
+from freshness_pipeline.adapters.state.staging import StagingGone
+from freshness_pipeline.config import load_settings
+from freshness_pipeline.core.versions import namespace
+from freshness_pipeline.demo.server import DocsSite
+from freshness_pipeline.pipeline.context import SourceContext
+from freshness_pipeline.pipeline.crawl import crawl
+from freshness_pipeline.pipeline.indexing import apply_plan
+from freshness_pipeline.pipeline.maintenance import migrate
+from freshness_pipeline.pipeline.planning import make_plan
+from freshness_pipeline.pipeline.sections import current_sections
+from freshness_pipeline_tests.sitegen import Site, generate, paragraph
+
+STAGED = ("staged_runs", "staged_extracts", "staged_pages", "staged_sections", "staged_plan", "staged_events")
+
+
+def staged_rows(ctx: SourceContext) -> dict[str, int]:
+    with ctx.store.engine.connect() as conn:
+        tables = {n: schema.metadata.tables[n] for n in STAGED}
+        counts = {n: conn.execute(select(func.count()).select_from(t)).scalar_one() for n, t in tables.items()}
+    return {n: c for n, c in counts.items() if c}
+
+
+def refresh(ctx: SourceContext, run_id: str) -> dict:
+    crawl(ctx, run_id=run_id)
+    return apply_plan(ctx, make_plan(ctx, current_sections(ctx, run_id=run_id)), run_id=run_id).counts
+
+
+@pytest.fixture
+def ctx(dagster_home: Path):
+    with DocsSite() as site:
+        sources = dagster_home / "sources.yaml"
+        sources.write_text(
+            yaml.safe_dump(
+                {"sources": [{"name": "docs", "sitemap": site.sitemap_url}], "embedder": {"provider": "hashing"}}
+            )
+        )
+        settings = load_settings(sources)
+        migrate(settings)  # what a run's first stage does
+        context = SourceContext.open(settings, "docs")
+        context.site = site  # type: ignore[attr-defined]
+        yield context
+        context.close()
+
+
+def test_a_killed_runs_staging_never_reaches_a_later_plan(ctx: SourceContext) -> None:
+    v0 = generate(4, sections_per_page=3, seed=5)
+    ctx.site.publish(v0.markdown())  # type: ignore[attr-defined]
+    first = refresh(ctx, "run-0")
+    assert first["sections_new"] == 12 and staged_rows(ctx) == {}, "the commit drops its run's staging"
+
+    # Run A sees an edit, stages the page's new sections and a plan, then dies.
+    edited = Site(copy.deepcopy(v0.pages))
+    heading, _ = edited.pages["guide/page1.md"][0]
+    edited.pages["guide/page1.md"][0] = (heading, paragraph(random.Random(1)))
+    ctx.site.publish(edited.markdown())  # type: ignore[attr-defined]
+    crawl(ctx, run_id="run-A")
+    planned_a = make_plan(ctx, current_sections(ctx, run_id="run-A"))
+    assert planned_a.counts["changed"] == 1
+    assert staged_rows(ctx)["staged_sections"] == 3
+
+    # The site reverts before run B: B's crawl drops A's staging, and B plans nothing.
+    ctx.site.publish(v0.markdown())  # type: ignore[attr-defined]
+    crawl(ctx, run_id="run-B")
+    assert set(staged_rows(ctx)) == {"staged_runs"}, "run A's staging outlived run B's start"
+    with pytest.raises(StagingGone, match="run-A"):  # A's plan, resumed now, commits nothing
+        apply_plan(ctx, planned_a, run_id="run-A")
+    planned_b = make_plan(ctx, current_sections(ctx, run_id="run-B"))
+    assert (planned_b.written, planned_b.deletes) == (0, 0), planned_b
+    counts = apply_plan(ctx, planned_b, run_id="run-B").counts
+    assert counts["embedded"] == counts["upserted"] == 0
+    state = ctx.store.sources.get("docs")
+    texts = {r["text"] for r in ctx.vectors.records(namespace("docs", state.active_version))}
+    assert texts == {s.text for s in ctx.store.manifest.sections("docs")}
+    assert edited.pages["guide/page1.md"][0][1] not in " ".join(texts)
+    assert staged_rows(ctx) == {}
