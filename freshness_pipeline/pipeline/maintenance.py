@@ -7,6 +7,8 @@ runs once at the start of every refresh (`fetched_pages`) and behind `freshness 
 
 from __future__ import annotations
 
+from sqlalchemy.engine import make_url
+
 from ..adapters.state.store import migrate as migrate_database
 from ..config import Settings, state_url
 
@@ -14,8 +16,10 @@ from ..config import Settings, state_url
 def migrate(settings: Settings) -> str:
     """Upgrade the state store to the newest schema (creating it when absent); one line
     saying from which revision to which (or that it was already there)."""
-    done = migrate_database(state_url(settings))
+    url = state_url(settings)
+    done = migrate_database(url)
+    where = make_url(url).render_as_string(hide_password=True)
     before, after = ", ".join(done.before) or "an empty database", ", ".join(done.after)
     if not done.changed:
-        return f"state store {done.where}: already at revision {after}, nothing to do"
-    return f"state store {done.where}: migrated from {before} to revision {after}"
+        return f"state store {where}: already at revision {after}, nothing to do"
+    return f"state store {where}: migrated from {before} to revision {after}"

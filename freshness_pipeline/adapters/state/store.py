@@ -66,7 +66,6 @@ class StateStore:
 class Migration:
     """What `migrate` did: the revisions before and after (equal: nothing to do)."""
 
-    where: str
     before: tuple[str, ...]
     after: tuple[str, ...]
 
@@ -86,7 +85,7 @@ def migrate(url: str) -> Migration:
             before = current_revisions(engine)
             if before != head_revisions():
                 upgrade(engine)
-        return Migration(describe(url), tuple(sorted(before)), tuple(sorted(head_revisions())))
+        return Migration(tuple(sorted(before)), tuple(sorted(head_revisions())))
     finally:
         engine.dispose()
 
