@@ -85,7 +85,7 @@ def test_golden_set_on_the_local_model(dagster_home: Path, tmp_path: Path, capsy
         site.publish(load_folder(SITE / "v2"))
         ctx = SourceContext.open(settings, "demo")
         try:
-            crawl(ctx)  # the site moved on; the index still holds v1
+            crawl(ctx, run_id="v2-crawl")  # the site moved on; the index still holds v1
             between = evaluate(ctx, cases)
             assert between.namespace == namespace("demo", 1)
             # RETRY: its top answer's text changed on the site (no gone page in its top 5);
