@@ -17,9 +17,9 @@ def _unsigned(v: int | None) -> int | None:
     return None if v is None else v & _MASK64
 
 
-def section_row(source: str, s: Section, now: float, changed_at: float) -> dict[str, Any]:
+def section_fields(s: Section) -> dict[str, Any]:
+    """The columns a section has wherever it is stored (the manifest, the staging)."""
     return {
-        "source": source,
         "id": s.id,
         "key": s.key,
         "chunk_index": s.chunk_index,
@@ -31,11 +31,12 @@ def section_row(source: str, s: Section, now: float, changed_at: float) -> dict[
         "content_hash": s.content_hash,
         "simhash": _signed(s.simhash),
         "tokens": s.tokens,
-        "as_of": s.as_of,
         "title": s.title,
-        "indexed_at": now,
-        "changed_at": changed_at,
     }
+
+
+def section_row(source: str, s: Section, now: float, changed_at: float) -> dict[str, Any]:
+    return {"source": source, **section_fields(s), "as_of": s.as_of, "indexed_at": now, "changed_at": changed_at}
 
 
 def section_from_row(row: Any) -> Section:

@@ -21,7 +21,7 @@ from ...core.models import Section
 from ...core.state import ChangeEvent
 from . import schema
 from .dialect import chunks, insert_ignore_rows
-from .section_rows import _signed, _unsigned
+from .section_rows import _unsigned, section_fields
 
 BATCH = 1000  # rows per read and per write
 STAGES = ("crawl", "sections", "plan")  # the columns of `staged_runs`, in run order
@@ -184,23 +184,7 @@ class Staging:
 
     def add_sections(self, source: str, run_id: str, sections: Iterable[Section]) -> None:
         rows = (
-            {
-                "source": source,
-                "run_id": run_id,
-                "id": s.id,
-                "key": s.key,
-                "chunk_index": s.chunk_index,
-                "url": s.url,
-                "heading_path": list(s.heading_path),
-                "ordinal": s.ordinal,
-                "text": s.text,
-                "embed_text": s.embed_text,
-                "content_hash": s.content_hash,
-                "simhash": _signed(s.simhash),
-                "tokens": s.tokens,
-                "page_date": s.page_date,
-                "title": s.title,
-            }
+            {"source": source, "run_id": run_id, **section_fields(s), "page_date": s.page_date}
             for s in sections
         )
         self._write(schema.staged_sections, rows)
