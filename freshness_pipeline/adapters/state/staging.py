@@ -10,12 +10,12 @@ start of a later run (`begin`): a killed run's staging never reaches a later run
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-from sqlalchemy import Engine, Table, delete, exists, select, update
+from sqlalchemy import Engine, Row, Select, Table, delete, exists, select, update
 
 from ...core.models import Section
 from ...core.state import ChangeEvent
@@ -94,9 +94,7 @@ class Staging:
                 for t in _WRITES[name]:
                     conn.execute(delete(t).where(t.c.source == source, t.c.run_id == run_id))
             r = schema.staged_runs
-            conn.execute(
-                update(r).where(r.c.source == source, r.c.run_id == run_id).values({n: None for n in later})
-            )
+            conn.execute(update(r).where(r.c.source == source, r.c.run_id == run_id).values({n: None for n in later}))
 
     def finish(self, source: str, run_id: str, stage: str, counts: dict[str, Any]) -> None:
         """Record that `stage` staged all its work for `run_id`, with its counts."""
@@ -183,10 +181,7 @@ class Staging:
             return [StagedPage(r.url, r.signature, r.moved_to, r.error) for r in conn.execute(q.order_by(t.c.url))]
 
     def add_sections(self, source: str, run_id: str, sections: Iterable[Section]) -> None:
-        rows = (
-            {"source": source, "run_id": run_id, **section_fields(s), "page_date": s.page_date}
-            for s in sections
-        )
+        rows = ({"source": source, "run_id": run_id, **section_fields(s), "page_date": s.page_date} for s in sections)
         self._write(schema.staged_sections, rows)
 
     def sections(self, source: str, run_id: str, urls: Collection[str]) -> list[Section]:
@@ -242,16 +237,30 @@ class Staging:
 
     def add_plan(self, source: str, run_id: str, rows: Iterable[PlanRow]) -> None:
         dicts = (
-            {"source": source, "run_id": run_id, "id": r.id, "action": r.action, "url": r.url, "as_of": r.as_of,
-             "old_id": r.old_id, "old_url": r.old_url}
+            {
+                "source": source,
+                "run_id": run_id,
+                "id": r.id,
+                "action": r.action,
+                "url": r.url,
+                "as_of": r.as_of,
+                "old_id": r.old_id,
+                "old_url": r.old_url,
+            }
             for r in rows
         )
         self._write(schema.staged_plan, dicts)
 
     def add_events(self, source: str, run_id: str, events: Iterable[ChangeEvent]) -> None:
         rows = (
-            {"source": source, "run_id": run_id, "url": e.url, "kind": e.kind, "content_hash": e.content_hash,
-             "section_keys": list(e.section_keys)}
+            {
+                "source": source,
+                "run_id": run_id,
+                "url": e.url,
+                "kind": e.kind,
+                "content_hash": e.content_hash,
+                "section_keys": list(e.section_keys),
+            }
             for e in events
         )
         self._write(schema.staged_events, rows)
@@ -269,30 +278,16 @@ class Staging:
         joined = p.outerjoin(s, (s.c.source == p.c.source) & (s.c.run_id == p.c.run_id) & (s.c.id == p.c.id))
         cols = [p.c.id, p.c.action, p.c.url, p.c.as_of, p.c.old_id, p.c.old_url, *(c.label(f"s_{c.name}") for c in s.c)]
         q = select(*cols).select_from(joined).where(p.c.source == source, p.c.run_id == run_id, p.c.action.in_(actions))
-        last = ""
-        while True:
-            with self.engine.connect() as conn:
-                rows = conn.execute(q.where(p.c.id > last).order_by(p.c.id).limit(BATCH)).all()
-            if not rows:
-                return
+        for rows in self._by_id(q):
             yield [(PlanRow(r.id, r.action, r.url, r.as_of, r.old_id, r.old_url), _planned_section(r)) for r in rows]
-            last = rows[-1].id
 
-    def plan_ids(
-        self, source: str, run_id: str, actions: Collection[str], *, old: bool = True
-    ) -> Iterator[list[str]]:
+    def plan_ids(self, source: str, run_id: str, actions: Collection[str], *, old: bool = True) -> Iterator[list[str]]:
         """The record ids the plan's rows with these actions name (and with `old` a moved
         record's old id), in batches, without reading the sections."""
         p = schema.staged_plan
         q = select(p.c.id, p.c.old_id).where(p.c.source == source, p.c.run_id == run_id, p.c.action.in_(actions))
-        last = ""
-        while True:
-            with self.engine.connect() as conn:
-                rows = conn.execute(q.where(p.c.id > last).order_by(p.c.id).limit(BATCH)).all()
-            if not rows:
-                return
+        for rows in self._by_id(q):
             yield [i for r in rows for i in (r.id, r.old_id if old else None) if i is not None]
-            last = rows[-1].id
 
     def planned_ids(
         self, source: str, run_id: str, ids: Collection[str], actions: Collection[str], *, old: bool = True
@@ -323,6 +318,17 @@ class Staging:
         q = select(t.c.old_key, t.c.new_key).where(t.c.source == source, t.c.run_id == run_id).order_by(t.c.old_key)
         with self.engine.connect() as conn:
             return [(r.old_key, r.new_key) for r in conn.execute(q)]
+
+    def _by_id(self, q: Select) -> Iterator[Sequence[Row]]:
+        """The plan rows `q` selects, `BATCH` at a time in id order (keyset pages)."""
+        p, last = schema.staged_plan, ""
+        while True:
+            with self.engine.connect() as conn:
+                rows = conn.execute(q.where(p.c.id > last).order_by(p.c.id).limit(BATCH)).all()
+            if not rows:
+                return
+            yield rows
+            last = rows[-1].id
 
     def _write(self, table: Table, rows: Iterable[dict[str, Any]]) -> int:
         it, written = iter(rows), 0
