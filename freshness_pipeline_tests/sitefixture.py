@@ -81,6 +81,7 @@ class SiteServer:
         self.drip_s = drip_s
         self.not_found: Page | None = None
         self.requests: list[tuple[str, str, dict[str, str]]] = []
+        self.connections = 0  # TCP connections accepted (keep-alive reuses them)
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
@@ -169,6 +170,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        with self.server.site._lock:
+            self.server.site.connections += 1
         # Headers and body leave in two writes: without this, Nagle + delayed ACK cost ~40 ms.
         self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 

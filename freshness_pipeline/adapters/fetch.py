@@ -223,6 +223,7 @@ class Fetcher(AbstractContextManager["Fetcher"]):
         outcome, reason = classify(status, content_type=content_type, size=content_length(resp), policy=p.response_rules())
         etag, last_modified = resp.headers.get("etag"), resp.headers.get("last-modified")
         if outcome is Outcome.NOT_MODIFIED:  # a 304 may omit validators: keep the ones we sent
+            read_capped(resp, _DRAIN_BYTES)  # its (empty) body: an unread response closes the connection
             etag, last_modified = etag or target.etag, last_modified or target.last_modified
             kept = {"etag": etag, "last_modified": last_modified, "body_sha256": target.body_sha256}
             return _Attempt(self._result(target, url, outcome, reason, status, **kept))

@@ -5,6 +5,7 @@ redirects told from moves, and unreachable start URLs."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -82,6 +83,38 @@ def test_a_slow_drip_page_costs_at_most_its_deadline(site: SiteServer) -> None:
     took = time.monotonic() - started
     assert r.outcome is Outcome.ERROR and "page_deadline_s" in r.reason
     assert took < 4.0 + 1.0, took
+
+
+def test_not_modified_answers_keep_their_connection(site: SiteServer) -> None:
+    """An unread 304 made httpx drop its connection: every conditional request of a quiet
+    crawl paid a new TCP (on a real site, TLS) handshake."""
+    for i in range(30):
+        site.pages[f"/docs/p{i}"] = Page(f"<html><title>p{i}</title><p>page {i}</p></html>")
+    paths = [f"/docs/p{i}" for i in range(30)]
+    with Fetcher(source(site, concurrency=2)) as f:
+        first = {r.url: r for r in f.fetch([Target(normalize_url(site.url(p)), site.url(p)) for p in paths])}
+        again = [Target(u, u, r.etag, r.last_modified, r.body_sha256) for u, r in first.items()]
+        before = site.connections
+        second = list(f.fetch(again))
+    assert {r.outcome for r in second} == {Outcome.NOT_MODIFIED}
+    assert site.connections - before <= 2, site.connections - before  # at most one per fetch thread
+
+
+def test_page_deadlines_share_one_thread(site: SiteServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A deadline per page, not a thread per page; the drip tests show they still fire."""
+    started: list[str] = []
+    real_start = threading.Thread.start
+
+    def start(self: threading.Thread) -> None:
+        started.append(self.name)
+        real_start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    for i in range(40):
+        site.pages[f"/docs/q{i}"] = Page(f"<p>q{i}</p>")
+    got = fetch(site, *[f"/docs/q{i}" for i in range(40)], concurrency=1)
+    assert {r.outcome for r in got.values()} == {Outcome.OK}
+    assert len(started) <= 3, started  # the one fetch thread, at most the shared deadline watch
 
 
 def test_the_run_budget_skips_what_is_left_instead_of_waiting(site: SiteServer) -> None:
