@@ -289,8 +289,15 @@ class Ledger:
         row.etag = res.etag or (row.etag if unchanged else None)
         row.last_modified = res.last_modified or (row.last_modified if unchanged else None)
         row.body_sha256 = res.body_sha256 or row.body_sha256
-        row.markdown, row.text_hash = markdown, text_hash
-        row.title, row.page_date = title, date
+        if not self._stored(row, text_hash):
+            row.markdown = markdown  # to be saved; a text already stored under its URL is not rewritten
+        row.text_hash, row.title, row.page_date = text_hash, title, date
+
+    def _stored(self, row: PageRow, text_hash: str) -> bool:
+        """Whether the store holds this very text under the row's URL: the row is a stored
+        one (not one a move just made) with no text waiting to be saved, and the same hash."""
+        known = self.known.get(row.url)
+        return row.markdown is None and known is not None and known.text_hash is not None and row.text_hash == text_hash
 
     def _move_to_final_url(self, row: PageRow, res: FetchResult) -> PageRow:
         """Mark `row` as moved to the final URL; return the final URL's row to fill in."""

@@ -7,6 +7,7 @@ keep their last good text, so nothing downstream deletes on a bad minute.
 
 from __future__ import annotations
 
+import hashlib
 import time
 import uuid
 from collections import Counter
@@ -113,15 +114,16 @@ def crawl(ctx: SourceContext, *, run_id: str, tier: str | None = None, allow_mas
                 _reusing(fetcher, targets, discovery), "fetch/extract", total=len(targets), unit="pages"
             )
             jobs = _extract_jobs(fetched, results, tuple(src.noise.disabled_rules), login)
-            texts = ((e.url, e.markdown, e.title, e.date, e.error) for e in parallel_map(extract_one, jobs))
-            extracted = staging.add_extracts(src.name, run_id, texts)  # batch by batch, not kept
+            same: dict[str, tuple[str | None, str | None]] = {}
+            texts = _changed_texts(parallel_map(extract_one, jobs), known, same)
+            extracted = staging.add_extracts(src.name, run_id, texts) + len(same)  # batch by batch, not kept
             not_found = _not_found_template(fetcher, targets, src) if extracted else None
         policy = src.fetch.lifecycle_rules()
         results = hold_mass_redirects(results, policy)
         now = time.time()
         run = CrawlRun(src.name, now, found.listed, found.lastmod, {t.url: t.fetch_url for t in targets}, not_found)
         ledger = Ledger(known, run, policy)
-        _apply_in_batches(ctx, ledger, results, login, run_id)
+        _apply_in_batches(ctx, ledger, results, login, run_id, same)
         fetched_live = sum(1 for r in results if (k := known.get(r.url)) is not None and k.state == "live")
         decided = hold_mass_gone(
             ledger.decisions, known, fetched_live=fetched_live, policy=policy, allow=allow_mass_gone
@@ -151,18 +153,40 @@ def _save_rows(
     _learn_templates(ctx, live, changed=report.changed_pages + report.new_pages > 0)
 
 
+def _changed_texts(
+    texts: Iterator[PageText], known: dict[str, PageRow], same: dict[str, tuple[str | None, str | None]]
+) -> Iterator[tuple[str, str, str | None, str | None, str | None]]:
+    """The extracts to stage: a text equal to the page's stored one is not staged (only its
+    title and date are kept, in `same`); its batch reads the stored text back."""
+    for e in texts:
+        k = known.get(e.url)
+        if e.error is None and k is not None and k.text_hash == hashlib.sha256(e.markdown.encode()).hexdigest():
+            same[e.url] = (e.title, e.date)
+        else:
+            yield e.url, e.markdown, e.title, e.date, e.error
+
+
 def _apply_in_batches(
-    ctx: SourceContext, ledger: Ledger, results: list[FetchResult], login: set[str], run_id: str
+    ctx: SourceContext,
+    ledger: Ledger,
+    results: list[FetchResult],
+    login: set[str],
+    run_id: str,
+    same: dict[str, tuple[str | None, str | None]],
 ) -> None:
-    """Record the answers in their order, reading the staged extracts a batch at a time. A
-    row with new text is saved once its batch is recorded and its text let go, unless a
-    redirect may still land on it (those are saved with the rest at the end)."""
+    """Record the answers in their order, reading the staged extracts (and the stored text
+    of the pages whose text is the same) a batch at a time. A row with new text is saved
+    once its batch is recorded and its text let go, unless a redirect may still land on it
+    (those are saved with the rest at the end)."""
     landing = {r.final_url for r in results if r.final_url}
     rows = ledger.decisions.rows
     for i in range(0, len(results), SAVE_BATCH):
         part = results[i : i + SAVE_BATCH]
-        staged = ctx.store.staging.extracts(ctx.name, run_id, [r.url for r in part if r.outcome is Outcome.OK])
+        ok = [r.url for r in part if r.outcome is Outcome.OK]
+        staged = ctx.store.staging.extracts(ctx.name, run_id, [u for u in ok if u not in same])
         texts = {url: PageText(url, *ext) for url, ext in staged.items()}
+        stored = ctx.store.pages.markdown(ctx.name, [u for u in ok if u in same])
+        texts |= {url: PageText(url, markdown, *same[url]) for url, markdown in stored.items()}
         for answer in _answers(ctx, ledger.known, part, texts, login):
             ledger.record(answer)
         done = [

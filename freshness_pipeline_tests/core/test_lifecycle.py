@@ -237,3 +237,19 @@ def test_mass_redirects_to_one_url_are_held_as_errors() -> None:
     held = hold_mass_redirects(results, POLICY)
     assert [r.outcome for r in held] == [Outcome.ERROR] * 4 + [Outcome.OK]
     assert hold_mass_redirects(results[3:], POLICY) == results[3:]  # one redirect is no outage
+
+
+def test_a_text_already_stored_is_not_written_again() -> None:
+    """A 200 whose text is the stored one (a new date stamp, a new build id) keeps the row's
+    text unset, so the save does not rewrite it; a changed text and a moved page's text at a
+    URL that had none are set, to be saved."""
+    known = {URLS[0]: _live(URLS[0]), URLS[1]: _live(URLS[1])}
+    same = FetchResult(URLS[0], Outcome.OK, 200, body_sha256="new-bytes")
+    changed = FetchResult(URLS[1], Outcome.OK, 200)
+    out = apply_answers(known, [Answer(same, TEXTS["long"]), Answer(changed, TEXTS["other"])], _run(), POLICY)
+    kept, edited = out.rows[URLS[0]], out.rows[URLS[1]]
+    assert kept.markdown is None and kept.text_hash == _sha(LONG) and kept.body_sha256 == "new-bytes"
+    assert edited.markdown == TEXTS["other"].markdown and out.changed_pages == 1
+    moved = FetchResult(URLS[0], Outcome.OK, 301, final_url=URLS[2])
+    out = apply_answers(known, [Answer(moved, TEXTS["long"])], _run(), POLICY)
+    assert out.rows[URLS[2]].markdown == LONG  # the same text, but nothing is stored under its URL yet

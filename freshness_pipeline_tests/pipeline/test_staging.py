@@ -88,3 +88,40 @@ def test_a_killed_runs_staging_never_reaches_a_later_plan(ctx: SourceContext) ->
     assert texts == {s.text for s in ctx.store.manifest.sections("docs")}
     assert edited.pages["guide/page1.md"][0][1] not in " ".join(texts)
     assert staged_rows(ctx) == {}
+
+
+def test_a_crawl_stages_and_saves_only_the_texts_that_changed(ctx: SourceContext, monkeypatch) -> None:
+    """Bodies that differ only by their date and build stamp extract to the stored text: it
+    is neither staged nor written again; the edited page is both."""
+    v0 = generate(5, sections_per_page=3, seed=7)
+    ctx.site.publish(v0.markdown())  # type: ignore[attr-defined]
+    refresh(ctx, "run-0")
+    stored = ctx.store.pages.markdown("docs", list(ctx.store.pages.load("docs", with_markdown=False)))
+    edited = Site(copy.deepcopy(v0.pages))
+    heading, _ = edited.pages["guide/page2.md"][0]
+    edited.pages["guide/page2.md"][0] = (heading, paragraph(random.Random(3)))
+    ctx.site.etags = False  # type: ignore[attr-defined]
+    stamp = {"updated": "December 1, 2026 10:00", "build": "b-2"}
+    ctx.site.publish(edited.markdown(), noise=lambda path: stamp)  # type: ignore[attr-defined]
+    staged, saved = [], []
+    add_extracts, save = ctx.store.staging.add_extracts, ctx.store.pages.save
+    monkeypatch.setattr(
+        ctx.store.staging, "add_extracts", lambda s, r, items: add_extracts(s, r, staged.extend(items) or staged)
+    )
+
+    def save_spy(rows):
+        rows = list(rows)
+        saved.extend(r.url for r in rows if r.markdown is not None)  # as saved: the crawl lets texts go after
+        save(rows)
+
+    monkeypatch.setattr(ctx.store.pages, "save", save_spy)
+    report = crawl(ctx, run_id="run-1")
+    (page2,) = [u for u in stored if u.endswith("/guide/page2")]
+    assert report.crawled == 5 and report.changed_pages == 1 and report.outcomes == {"ok": 5}
+    assert [u for u, *_ in staged] == [page2]
+    assert saved == [page2]
+    after = ctx.store.pages.markdown("docs", list(stored))
+    assert {u: t for u, t in after.items() if u != page2} == {u: t for u, t in stored.items() if u != page2}
+    assert after[page2] != stored[page2]
+    counts = apply_plan(ctx, make_plan(ctx, current_sections(ctx, run_id="run-1")), run_id="run-1").counts
+    assert counts["embedded"] == 1 and counts["deleted"] == 0
