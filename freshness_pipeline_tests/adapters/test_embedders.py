@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -274,3 +275,37 @@ def test_backend_is_part_of_the_model_version(monkeypatch: pytest.MonkeyPatch) -
         LocalEmbedder(backend="tensorrt")
     with pytest.raises(ValueError, match="backend is a setting of provider local"):
         EmbedderConfig(provider="hashing", backend="onnx")
+
+
+def test_two_processes_exporting_at_once_both_get_the_model(tmp_path: Path) -> None:
+    """Two test or Celery workers on a new machine ask for the int8 model together: one
+    quantizes while the other waits for it (the quantizer's side files beside its input made
+    the second fail with FileNotFoundError), and the second finds it made."""
+    import shutil
+
+    from freshness_pipeline.adapters.embedders.local import model_path
+    from freshness_pipeline.adapters.embedders.onnx_export import exported_model
+
+    path = model_path("all-MiniLM-L6-v2")
+    fp32 = exported_model(path, "onnx")  # the slow torch export once, in the usual cache
+    seeded = tmp_path / fp32.relative_to(fp32.parents[2])
+    seeded.parent.mkdir(parents=True)
+    shutil.copy(fp32, seeded)
+    probe = (
+        "import sys; from freshness_pipeline.adapters.embedders.local import model_path; "
+        "from freshness_pipeline.adapters.embedders.onnx_export import exported_model; "
+        "print(exported_model(model_path('all-MiniLM-L6-v2'), 'onnx-int8'))"
+    )
+    env = {**os.environ, "FRESHNESS_MODEL_CACHE": str(tmp_path)}
+    procs = [
+        subprocess.Popen([sys.executable, "-c", probe], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err[-2000:] for _, err in outs]
+    made = {out.strip() for out, _ in outs}
+    assert made == {str(seeded.parent / "model.int8-per-channel.onnx")}
+    assert sorted(f.name for f in seeded.parent.iterdir() if not f.name.startswith(".")) == [
+        "model.int8-per-channel.onnx",
+        "model.onnx",
+    ]

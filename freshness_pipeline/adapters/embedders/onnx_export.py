@@ -7,12 +7,14 @@ transformers 5: the two cannot be installed together. The export is therefore do
 weights (per channel) with onnxruntime's own `quantize_dynamic`. Mean pooling and L2 normalization are part
 of the exported graph, so running it needs only onnxruntime and the `tokenizers` library.
 
-The files are keyed by the model's weights (sha256 of `model.safetensors`), written to a
-temporary name and renamed, so a concurrent or interrupted export never leaves a half file.
+The files are keyed by the model's weights (sha256 of `model.safetensors`), made by one
+process at a time (a file lock), written to a temporary name and renamed, so a concurrent
+or interrupted export never leaves a half file.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import logging
@@ -53,11 +55,20 @@ def exported_model(model_dir: Path, backend: str) -> Path:
         raise ValueError(f"not an ONNX backend: {backend!r}")
     folder = cache_dir() / "onnx" / f"{model_dir.name}-{_weights_id(model_dir)}"
     fp32, int8 = folder / "model.onnx", folder / "model.int8-per-channel.onnx"
-    if not fp32.is_file():
-        _export(model_dir, fp32)
-    if backend == "onnx-int8" and not int8.is_file():
-        _quantize(fp32, int8)
-    return int8 if backend == "onnx-int8" else fp32
+    want = int8 if backend == "onnx-int8" else fp32
+    if want.is_file():
+        return want
+    folder.mkdir(parents=True, exist_ok=True)
+    # One export at a time per folder: the quantizer writes side files (`model-inferred.onnx`)
+    # beside its input, which a second process exporting at once (two test or Celery
+    # workers on a new machine) would read half-written or see deleted.
+    with open(folder / ".export.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not fp32.is_file():
+            _export(model_dir, fp32)
+        if backend == "onnx-int8" and not int8.is_file():
+            _quantize(fp32, int8)
+    return want
 
 
 def _check_mean_pooling(model_dir: Path) -> None:
