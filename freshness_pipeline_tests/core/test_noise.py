@@ -231,3 +231,15 @@ def test_noise_never_changes_a_section_hash(page: Page, noise: list[tuple[int, s
 def test_normalize_is_idempotent(page: Page, noise: list[tuple[int, str]], rng: random.Random) -> None:
     once = normalize(_render(page, noise, rng), url=URL)
     assert normalize(once, url=URL) == once
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab1 2\t\n#-.x9", max_size=40))
+def test_a_block_fingerprint_is_the_one_of_its_definition(block: str) -> None:
+    """The volatile-token pattern only starts at a token's start: the same fingerprint as
+    its plain definition (any token holding a digit is one `#`)."""
+    import hashlib
+    import re
+
+    plain = " ".join(re.sub(r"\S*\d\S*", "#", block.lower()).split())
+    assert block_fingerprint(block) == hashlib.sha1(plain.encode()).hexdigest()
