@@ -14,8 +14,10 @@ The one place where a page is declared gone:
   pages gone at once (`hold_mass_gone`, unless the operator allows it) are held as errors.
   Both compare with the pages fetched in *this* run, so a tier run is judged on its own.
 
-The shell (`pipeline/crawl.py`) fetches, extracts, reads the stored text of the pages
-`needs_last_text` names, calls `settle_crawl` and saves the rows it returns.
+The shell (`pipeline/crawl.py`) fetches and extracts, passes the results through
+`hold_mass_redirects`, records the answers batch by batch in a `Ledger` (reading the stored
+text of the pages `needs_last_text` names), applies `hold_mass_gone` to its decisions and
+saves the rows. `settle_crawl` is the same run in one call (the tests use it).
 """
 
 from __future__ import annotations
