@@ -1,9 +1,12 @@
 """The 10,000-page benchmark: `python -m bench.run [--pages 10000] [--home DIR] [--profile]
-[--scenarios first,quiet_etag] [--port N]`.
+[--scenarios first,quiet_etag] [--port N] [--launched]`.
 
 Four refreshes of one generated docs site through the real pipeline (`run_refresh`:
 Dagster, SQLite, LanceDB, the hashing embedder), each in a fresh client process so its
-peak memory is its own, against a server in yet another process:
+peak memory is its own, against a server in yet another process. Each refresh runs the
+job in the client process (`FRESHNESS_LAUNCH=in-process`); `--launched` launches it as a
+run of the code location instead, as `freshness run` does (a run worker process, whose
+memory the sampler below does not see, and ~3-10 s of process starts):
 
   first        the first full run
   quiet_etag   nothing changed, the server honours ETags (304s)
@@ -51,10 +54,16 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated, in this order (default: all); later ones need the state `first` left in --home",
     )
     p.add_argument("--port", type=int, help="the site's port (default: a free one); keep it to reuse a --home")
+    p.add_argument(
+        "--launched",
+        action="store_true",
+        help="launch each refresh as a run of the code location, as `freshness run` does (default: in-process, "
+        "so the figures are the pipeline's and the peak RSS covers the process doing the work)",
+    )
     p.add_argument("--client", help=argparse.SUPPRESS)  # internal: run one scenario in this process
     args = p.parse_args(argv)
     if args.client:
-        print(json.dumps(_client(args.client, Path(args.home), args.port, args.profile)))
+        print(json.dumps(_client(args.client, Path(args.home), args.port, args.profile, args.launched)))
         return 0
     chosen = [n.strip() for n in args.scenarios.split(",") if n.strip()]
     if unknown := [n for n in chosen if n not in SCENARIOS]:
@@ -74,13 +83,14 @@ def main(argv: list[str] | None = None) -> int:
             }
         )
     )
-    print(f"{args.pages} pages, home {home}, {os.cpu_count()} cores")
+    mode = "launched as runs of the code location" if args.launched else "in-process"
+    print(f"{args.pages} pages, home {home}, {os.cpu_count()} cores, {mode}")
     print(f"{'scenario':<12} {'wall s':>8} {'pages/s':>8} {'cpu':>5} {'peak MiB':>9} {'embedded':>9} {'load':>5}  notes", flush=True)
     failed = False
     for name in chosen:
         spec = SCENARIOS[name]
         spec = SiteSpec(args.pages, spec.version, spec.etags, spec.noise)
-        r = _scenario(name, spec, home, port, args.profile)
+        r = _scenario(name, spec, home, port, args.profile, args.launched)
         notes = f"crawled {r['crawled']}, changed {r['changed']}, status {r['status']}"
         if name == "churn":
             truth = changed_sections(args.pages, 0, 1)
@@ -97,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failed else 0
 
 
-def _scenario(name: str, spec: SiteSpec, home: Path, port: int, profile: bool) -> dict[str, Any]:
+def _scenario(name: str, spec: SiteSpec, home: Path, port: int, profile: bool, launched: bool) -> dict[str, Any]:
     ctx = multiprocessing.get_context("spawn")
     ready = ctx.Event()
     server = ctx.Process(target=serve, args=(spec, port, ready), daemon=True)
@@ -106,7 +116,8 @@ def _scenario(name: str, spec: SiteSpec, home: Path, port: int, profile: bool) -
         if not ready.wait(120):
             raise RuntimeError("the bench site did not start")
         cmd = [sys.executable, "-m", "bench.run", "--client", name, "--home", str(home), "--port", str(port)]
-        out = subprocess.run(cmd + (["--profile"] if profile else []), capture_output=True, text=True, check=False)
+        cmd += (["--profile"] if profile else []) + (["--launched"] if launched else [])
+        out = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if out.returncode != 0:
             raise RuntimeError(f"scenario {name} failed:\n{out.stderr[-4000:]}")
         return json.loads(out.stdout.strip().splitlines()[-1])
@@ -115,10 +126,14 @@ def _scenario(name: str, spec: SiteSpec, home: Path, port: int, profile: bool) -
         server.join()
 
 
-def _client(name: str, home: Path, port: int, profile: bool) -> dict[str, Any]:
-    """One refresh in this process; what it cost, measured from just before the run."""
+def _client(name: str, home: Path, port: int, profile: bool, launched: bool) -> dict[str, Any]:
+    """One refresh from this process; what it cost, measured from just before the run."""
     os.environ["DAGSTER_HOME"] = str(home)
     os.environ["FRESHNESS_SOURCES"] = str(home / "sources.yaml")
+    if launched:
+        os.environ.pop("FRESHNESS_LAUNCH", None)
+    else:
+        os.environ["FRESHNESS_LAUNCH"] = "in-process"
     from freshness_pipeline.defs.runner import run_refresh
 
     sampler = _PeakRss()
