@@ -264,7 +264,10 @@ class VectorStoreConfig(_Strict):
     path: str | None = None  # lancedb: default $DAGSTER_HOME/vectors
     index_name: str | None = None  # pinecone
     host: str | None = None  # pinecone data-plane host (or a local stand-in)
-    upsert_batch: Batch = 500  # records per upsert call of the commit protocol
+    # Records per upsert call of the commit protocol (a crash point between calls). LanceDB's
+    # merge reads the whole table on each call: 500 at a time made a 800,000-record first
+    # run quadratic. Pinecone splits each call into requests of 1,000 / 2 MB itself.
+    upsert_batch: Batch = 10_000
     timeout_s: Seconds = 30.0  # pinecone: per request; a timed-out request is retried
 
 

@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 
+from ..adapters.vectorstores.base import VectorRecord
 from ..core.run_counts import run_line
 from ..core.spike import OVERRIDE_COUNT
 from ..core.state import SourceState
@@ -168,16 +169,21 @@ def _write(ctx: SourceContext, ns: str, version: int, staged: StagedPlan) -> _Wr
     total = None if staged.reindex else staged.report.written  # at most this many to embed
     out.embedded = embed_uncached(ctx, staged.upserts(), total=total)
     batch = ctx.settings.vector_store.upsert_batch
+    pending: list[VectorRecord] = []  # across the staged batches: LanceDB's merge costs the table's size per call
     for part in staged.upserts():
         vecs, _ = vectors_for(ctx, part)  # all cached by now
         now = time.time()
-        for i in range(0, len(part), batch):
-            chunk = part[i : i + batch]
-            ctx.vectors.upsert(ns, [record(s, vecs[s.content_hash], ctx.name, version, now) for s in chunk])
+        pending += [record(s, vecs[s.content_hash], ctx.name, version, now) for s in part]
+        while len(pending) >= batch:
+            ctx.vectors.upsert(ns, pending[:batch])
+            del pending[:batch]
             crash_point("upsert")
         out.upserted += len(part)
         if staged.reindex:
             out.hashes.update((s.id, s.content_hash) for s in part)
+    if pending:
+        ctx.vectors.upsert(ns, pending)
+        crash_point("upsert")
     for part in staged.payload():
         now = time.time()
         ctx.vectors.update_metadata(ns, {s.id: metadata(s, ctx.name, version, now) for s in part})

@@ -125,3 +125,31 @@ def test_a_crawl_stages_and_saves_only_the_texts_that_changed(ctx: SourceContext
     assert after[page2] != stored[page2]
     counts = apply_plan(ctx, make_plan(ctx, current_sections(ctx, run_id="run-1")), run_id="run-1").counts
     assert counts["embedded"] == 1 and counts["deleted"] == 0
+
+
+def test_upserts_are_batched_across_the_staged_batches(dagster_home: Path, monkeypatch) -> None:
+    """The index stage reads the plan 1,000 rows at a time, but calls the vector store with
+    `upsert_batch` records each (a LanceDB merge costs the table's size per call)."""
+    with DocsSite() as site:
+        sources = dagster_home / "sources.yaml"
+        sources.write_text(
+            yaml.safe_dump(
+                {
+                    "sources": [{"name": "docs", "sitemap": site.sitemap_url}],
+                    "embedder": {"provider": "hashing"},
+                    "vector_store": {"provider": "lancedb", "upsert_batch": 700},
+                }
+            )
+        )
+        settings = load_settings(sources)
+        migrate(settings)
+        ctx = SourceContext.open(settings, "docs")
+        try:
+            site.publish(generate(100, sections_per_page=12, seed=2).markdown())
+            calls: list[int] = []
+            upsert = ctx.vectors.upsert
+            monkeypatch.setattr(ctx.vectors, "upsert", lambda ns, recs: (calls.append(len(recs)), upsert(ns, recs)))
+            counts = refresh(ctx, "run-0")
+            assert counts["upserted"] == sum(calls) == 1200 and calls == [700, 500], calls
+        finally:
+            ctx.close()
