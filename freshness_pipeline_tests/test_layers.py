@@ -100,3 +100,20 @@ def test_relative_imports_resolve_against_the_package() -> None:
     got = list(imports("freshness_pipeline.adapters.state", "from ..damage import X\nfrom . import store", is_package=True))
     assert [i.target for i in got] == ["freshness_pipeline.adapters.damage.X", "freshness_pipeline.adapters.state.store"]
     assert module_name(ROOT / "adapters" / "state" / "__init__.py") == "freshness_pipeline.adapters.state"
+
+
+MAX_MODULE_LINES, MAX_FUNCTION_LINES = 450, 60
+
+
+def test_modules_and_functions_stay_small() -> None:
+    """No module over 450 lines and no function over 60 (issue 14's sizes)."""
+    over = []
+    for path in sorted(ROOT.rglob("*.py")):
+        source = path.read_text()
+        if (n := len(source.splitlines())) > MAX_MODULE_LINES:
+            over.append(f"{module_name(path)}: {n} lines")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                if (n := node.end_lineno - node.lineno + 1) > MAX_FUNCTION_LINES:  # type: ignore[operator]
+                    over.append(f"{module_name(path)}.{node.name}: {n} lines")
+    assert not over, over
