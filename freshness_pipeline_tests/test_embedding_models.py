@@ -17,9 +17,6 @@ from freshness_pipeline.cli import main
 from freshness_pipeline.config import load_settings
 from freshness_pipeline.core.embedding_models import DEFAULT_BACKEND, MODELS
 from freshness_pipeline.defs.assets import model_code_version
-from freshness_pipeline.defs.definitions import defs  # noqa: F401 - loaded before the key is set:
-
-#   `defs` binds the key as an EnvVar when it is set at import, for every later test
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline.pipeline.context import versions_for
 from freshness_pipeline.pipeline.search import weak_threshold

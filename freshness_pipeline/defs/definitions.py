@@ -33,14 +33,10 @@ defs = dg.Definitions(
     jobs=jobs,
     executor=refresh_executor(),
     resources={
-        "freshness": FreshnessResource(
-            # An EnvVar must be set when the run starts: bound only for the keys that are.
-            **{
-                f: dg.EnvVar(var)
-                for f, var in (("openai_api_key", "OPENAI_API_KEY"), ("pinecone_api_key", "PINECONE_API_KEY"))
-                if os.environ.get(var)
-            }
-        ),
+        # The service keys are read from $OPENAI_API_KEY / $PINECONE_API_KEY when a step
+        # needs them. (Bound as `dg.EnvVar`s when set at import, a key unset by the time a
+        # run started failed that run's config in the same process.)
+        "freshness": FreshnessResource(),
         # Outputs under $FRESHNESS_IO_DIR, else the running instance's storage dir.
         "io_manager": dg.FilesystemIOManager(base_dir=os.environ.get("FRESHNESS_IO_DIR")),
     },

@@ -23,7 +23,8 @@ class FreshnessResource(dg.ConfigurableResource):
     closed when the execution ends. Opening it checks the schema; the first stage migrates."""
 
     sources_file: str | None = None
-    # Service keys, bound to dg.EnvVar in definitions.py: Dagster shows them by variable name only.
+    # Service keys; unset, the embedder and the store read $OPENAI_API_KEY / $PINECONE_API_KEY
+    # (a deployment may bind them to `dg.EnvVar`s: Dagster then shows the variable's name only).
     openai_api_key: str | None = None
     pinecone_api_key: str | None = None
     _stores: dict[str, StateStore] = PrivateAttr(default_factory=dict)

@@ -77,3 +77,23 @@ def test_a_later_step_on_an_outdated_schema_names_freshness_migrate(
     assert current_revisions(engine) == {"0002"} != head_revisions()  # not migrated behind the operator's back
     assert materialized(result) == set()
     engine.dispose()
+
+
+def test_a_service_key_set_when_the_definitions_loaded_and_unset_since_fails_no_run(
+    sources: Path, site: DocsSite, instance: dg.DagsterInstance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The definitions bind no key from the environment they were imported in: a run of a
+    source that needs none succeeds whatever $OPENAI_API_KEY was at import."""
+    import importlib
+    import sys
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-set-at-import")
+    monkeypatch.setenv("PINECONE_API_KEY", "pc-set-at-import")
+    fresh = importlib.reload(sys.modules["freshness_pipeline.defs.definitions"]).defs
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.delenv("PINECONE_API_KEY")
+    site.publish(generate(2, sections_per_page=2, seed=4).markdown())
+    result = fresh.resolve_job_def("refresh").execute_in_process(
+        instance=instance, partition_key=SOURCE, raise_on_error=False
+    )
+    assert result.success
