@@ -76,8 +76,9 @@ class Deadline:
 
 class _Watch:
     """One thread that fires every page's deadline when it passes. (A `threading.Timer` per
-    page started an OS thread per page: a third of a quiet crawl's client CPU. `sched`
-    cannot be woken when an earlier deadline is added while it sleeps.)"""
+    page started an OS thread per page, 10,000 in a quiet crawl of 10,000 pages; `sched`
+    cannot be woken when an earlier deadline is added while it sleeps.) A closed deadline
+    stays queued until its time, then does nothing."""
 
     def __init__(self) -> None:
         self._due: list[tuple[float, int, Deadline]] = []
