@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import copy
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -40,21 +42,29 @@ def refresh(ctx: SourceContext, run_id: str) -> dict:
     return apply_plan(ctx, make_plan(ctx, current_sections(ctx, run_id=run_id)), run_id=run_id).counts
 
 
+@contextmanager
+def opened(dagster_home: Path, site: DocsSite, **settings: object) -> Iterator[SourceContext]:
+    """A migrated context for one source of `site` (hashing embedder), plus `settings`."""
+    sources = dagster_home / "sources.yaml"
+    sources.write_text(
+        yaml.safe_dump(
+            {"sources": [{"name": "docs", "sitemap": site.sitemap_url}], "embedder": {"provider": "hashing"}, **settings}
+        )
+    )
+    loaded = load_settings(sources)
+    migrate(loaded)  # what a run's first stage does
+    context = SourceContext.open(loaded, "docs")
+    try:
+        yield context
+    finally:
+        context.close()
+
+
 @pytest.fixture
 def ctx(dagster_home: Path):
-    with DocsSite() as site:
-        sources = dagster_home / "sources.yaml"
-        sources.write_text(
-            yaml.safe_dump(
-                {"sources": [{"name": "docs", "sitemap": site.sitemap_url}], "embedder": {"provider": "hashing"}}
-            )
-        )
-        settings = load_settings(sources)
-        migrate(settings)  # what a run's first stage does
-        context = SourceContext.open(settings, "docs")
+    with DocsSite() as site, opened(dagster_home, site) as context:
         context.site = site  # type: ignore[attr-defined]
         yield context
-        context.close()
 
 
 def test_a_killed_runs_staging_never_reaches_a_later_plan(ctx: SourceContext) -> None:
@@ -130,26 +140,10 @@ def test_a_crawl_stages_and_saves_only_the_texts_that_changed(ctx: SourceContext
 def test_upserts_are_batched_across_the_staged_batches(dagster_home: Path, monkeypatch) -> None:
     """The index stage reads the plan 1,000 rows at a time, but calls the vector store with
     `upsert_batch` records each (a LanceDB merge costs the table's size per call)."""
-    with DocsSite() as site:
-        sources = dagster_home / "sources.yaml"
-        sources.write_text(
-            yaml.safe_dump(
-                {
-                    "sources": [{"name": "docs", "sitemap": site.sitemap_url}],
-                    "embedder": {"provider": "hashing"},
-                    "vector_store": {"provider": "lancedb", "upsert_batch": 700},
-                }
-            )
-        )
-        settings = load_settings(sources)
-        migrate(settings)
-        ctx = SourceContext.open(settings, "docs")
-        try:
-            site.publish(generate(100, sections_per_page=12, seed=2).markdown())
-            calls: list[int] = []
-            upsert = ctx.vectors.upsert
-            monkeypatch.setattr(ctx.vectors, "upsert", lambda ns, recs: (calls.append(len(recs)), upsert(ns, recs)))
-            counts = refresh(ctx, "run-0")
-            assert counts["upserted"] == sum(calls) == 1200 and calls == [700, 500], calls
-        finally:
-            ctx.close()
+    with DocsSite() as site, opened(dagster_home, site, vector_store={"provider": "lancedb", "upsert_batch": 700}) as ctx:
+        site.publish(generate(100, sections_per_page=12, seed=2).markdown())
+        calls: list[int] = []
+        upsert = ctx.vectors.upsert
+        monkeypatch.setattr(ctx.vectors, "upsert", lambda ns, recs: (calls.append(len(recs)), upsert(ns, recs)))
+        counts = refresh(ctx, "run-0")
+        assert counts["upserted"] == sum(calls) == 1200 and calls == [700, 500], calls
