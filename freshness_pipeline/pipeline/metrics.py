@@ -67,9 +67,7 @@ def measure(
     """Compute and store the metrics of the source's latest committed run."""
     now = time.time() if now is None else now
     pages = ctx.store.pages.load(ctx.name, with_markdown=False)
-    sections = ctx.store.manifest.times(ctx.name)
-    ages = [section_age(now, s.changed_at, _last_changed(pages, s.url)) for s in sections]
-    lags = _lags(sections, pages, ctx.store.runs.recent(ctx.name, limit=2))
+    ages, lags = _ages_and_lags(ctx, pages, now)
     live = [p for p in pages.values() if p.state == "live"]
     # Errored, flagged or skipped (not checked): the indexed text is unverified.
     failing = sum(p.outcome in (Outcome.ERROR, Outcome.FLAGGED, Outcome.SKIPPED) for p in live)
@@ -102,7 +100,7 @@ def measure(
         alert=score < checks.freshness_alert,
         error_share=error_share,
         details={
-            "sections": len(sections),
+            "sections": len(ages),
             "landed": len(lags),
             "live_pages": len(live),
             "failing_pages": failing,
@@ -115,23 +113,41 @@ def measure(
     return report
 
 
-def _lags(sections: list[SectionTimes], pages: dict[str, PageRow], runs: list[dict[str, Any]]) -> list[float]:
-    """Embedding lag of each section the latest run wrote for a change seen since the run
-    before it (`runs`: the latest two committed runs, newest first)."""
-    if not runs:
-        return []
-    latest = runs[0]["started_at"]
-    previous = runs[1]["started_at"] if len(runs) > 1 else None  # the previous successful run
+def _ages_and_lags(ctx: SourceContext, pages: dict[str, PageRow], now: float) -> tuple[list[float], list[float]]:
+    """Each indexed section's content age, and the embedding lags of the latest run."""
+    window = _RunWindow.of(ctx.store.runs.recent(ctx.name, limit=2))
+    ages: list[float] = []
     lags: list[float] = []
-    for s in sections:
-        page = pages.get(s.url)
-        if page is None or s.indexed_at < latest or (page.last_changed or 0.0) < (previous or 0.0):
-            continue
-        updated = _updated(page.page_date)
-        lag = embedding_lag(s.indexed_at, page.last_changed, updated, first_seen=page.first_seen, previous_run=previous)
-        if lag is not None:
+    for s in ctx.store.manifest.times(ctx.name):  # streamed: 800,000 sections are not held
+        ages.append(section_age(now, s.changed_at, _last_changed(pages, s.url)))
+        if window is not None and (lag := window.lag(s, pages.get(s.url))) is not None:
             lags.append(lag)
-    return lags
+    return ages, lags
+
+
+@dataclass(frozen=True, slots=True)
+class _RunWindow:
+    """The latest two committed runs' start times: which sections the latest run wrote for
+    a change seen since the run before it."""
+
+    latest: float
+    previous: float | None
+
+    @classmethod
+    def of(cls, runs: list[dict[str, Any]]) -> _RunWindow | None:
+        """From the latest two committed runs, newest first; None before the first."""
+        if not runs:
+            return None
+        return cls(runs[0]["started_at"], runs[1]["started_at"] if len(runs) > 1 else None)
+
+    def lag(self, s: SectionTimes, page: PageRow | None) -> float | None:
+        """The section's embedding lag, when the latest run wrote it for such a change."""
+        if page is None or s.indexed_at < self.latest or (page.last_changed or 0.0) < (self.previous or 0.0):
+            return None
+        updated = _updated(page.page_date)
+        return embedding_lag(
+            s.indexed_at, page.last_changed, updated, first_seen=page.first_seen, previous_run=self.previous
+        )
 
 
 def _golden_details(golden: GoldenRun | None) -> dict[str, Any]:

@@ -88,9 +88,10 @@ def compare(ctx: SourceContext, state: SourceState | None, *, committed: bool = 
     except DamagedState as exc:
         report.damage = str(exc)
         return report
-    report.orphans = sorted(held.keys() - manifest.keys())
-    report.missing = sorted(manifest.keys() - held.keys())
-    report.mismatched = sorted(i for i in manifest.keys() & held.keys() if held[i] != manifest[i])
+    # Comprehensions, not key-view set operations: those copy a whole side into a new set.
+    report.orphans = sorted(i for i in held if i not in manifest)
+    report.missing = sorted(i for i in manifest if i not in held)
+    report.mismatched = sorted(i for i, h in held.items() if (m := manifest.get(i)) is not None and m != h)
     if report.clean and seen["store"] is not None:
         _remember(ctx.name, key, seen)
     return report

@@ -150,3 +150,54 @@ def test_a_damaged_table_is_named_and_can_be_dropped(store: LanceDBStore) -> Non
     assert not folder.exists() and store.list_hashes("docs") == {}
     store.upsert("docs", _records(2))
     assert len(store.list_hashes("docs")) == 2
+
+
+def _merges(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the `merge_insert` calls of every LanceDB table."""
+    from lancedb.table import LanceTable
+
+    calls: list[int] = []
+    real = LanceTable.merge_insert
+
+    def counted(self: LanceTable, on: str):  # noqa: ANN202 - LanceDB's builder
+        calls.append(1)
+        return real(self, on)
+
+    monkeypatch.setattr(LanceTable, "merge_insert", counted)
+    return calls
+
+
+def test_a_new_namespace_takes_its_records_as_appends(store: LanceDBStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    merges = _merges(monkeypatch)
+    for part in range(3):  # a first run's upserts, call after call
+        store.upsert("docs", _records(5, prefix=f"p{part}-"))
+    assert merges == []  # no join against the table: each call was an append
+    assert len(store.list_hashes("docs")) == 15
+
+    again = _records(5, seed=9, prefix="p1-")  # an id written before: exact upsert semantics
+    store.upsert("docs", again)
+    hashes = store.list_hashes("docs")
+    assert len(merges) == 1 and len(hashes) == 15
+    assert hashes[again[0].id] == "hash-9-0"
+
+
+def test_appends_stop_once_another_writer_touched_the_table(
+    store: LanceDBStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    merges = _merges(monkeypatch)
+    store.upsert("docs", _records(3))
+    other = LanceDBStore(tmp_path / "vectors")  # another process, say: this store never saw its writes
+    newer = _records(6, seed=4)
+    other.upsert("docs", newer[3:])  # the table was not empty for it: it merges
+    store.upsert("docs", newer[3:])  # not appended twice: the version moved past this store's write
+    hashes = store.list_hashes("docs")
+    assert len(hashes) == 6 and len(merges) == 2
+    assert LanceDBStore(tmp_path / "vectors").list_hashes("docs") == hashes
+
+
+def test_a_store_opened_on_a_filled_namespace_merges(store: LanceDBStore, tmp_path: Path) -> None:
+    store.upsert("docs", _records(4))
+    reopened = LanceDBStore(tmp_path / "vectors")  # the next run, after a kill mid-write
+    reopened.upsert("docs", _records(4, seed=3))
+    hashes = reopened.list_hashes("docs")
+    assert len(hashes) == 4 and set(hashes.values()) == {f"hash-3-{i}" for i in range(4)}

@@ -3,7 +3,7 @@ here; the only write is `commit` (see `commit.py`), one transaction after the in
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 from sqlalchemy import Engine, func, select
@@ -16,6 +16,7 @@ from .dialect import chunks
 from .section_rows import section_from_row
 
 _MAX_HOPS = 64  # a redirect chain longer than this is a loop
+_STREAM_ROWS = 10_000  # rows fetched at a time by a streamed read
 
 
 class Manifest:
@@ -66,12 +67,14 @@ class Manifest:
             q = select(func.count()).select_from(t).where(t.c.source == source)
             return int(conn.execute(q).scalar_one())
 
-    def times(self, source: str) -> list[SectionTimes]:
-        """When each section's text last changed and when it was last written to the index."""
+    def times(self, source: str) -> Iterator[SectionTimes]:
+        """When each section's text last changed and when it was last written to the index,
+        streamed (a source's sections are not held at once)."""
         t = schema.sections
         with self.engine.connect() as conn:
             q = select(t.c.url, t.c.changed_at, t.c.indexed_at).where(t.c.source == source)
-            return [SectionTimes(r.url, r.changed_at, r.indexed_at) for r in conn.execute(q)]
+            for r in conn.execution_options(yield_per=_STREAM_ROWS).execute(q):
+                yield SectionTimes(r.url, r.changed_at, r.indexed_at)
 
     def resolve_key(self, source: str | None, key: str) -> tuple[str, list[str]]:
         """Follow key redirects to the current key; returns (key, the hops taken)."""
