@@ -8,6 +8,7 @@ from contextlib import contextmanager
 import dagster as dg
 from pydantic import PrivateAttr
 
+from ..adapters.memory import release_freed_memory
 from ..adapters.state.store import StateStore
 from ..config import Settings, load_settings, state_url
 from ..pipeline.context import SourceContext
@@ -59,3 +60,4 @@ class FreshnessResource(dg.ConfigurableResource):
             yield ctx
         finally:
             ctx.close()
+            release_freed_memory()  # the step's heap, before the next step of this process grows its own

@@ -56,10 +56,15 @@ class Manifest:
 
     def hashes(self, source: str) -> dict[str, str]:
         """Record id -> content hash, what the vector store must hold."""
+        return dict(self.iter_hashes(source))
+
+    def iter_hashes(self, source: str) -> Iterator[tuple[str, str]]:
+        """(record id, content hash) by id, streamed (the primary key's order)."""
         t = schema.sections
         with self.engine.connect() as conn:
-            q = select(t.c.id, t.c.content_hash).where(t.c.source == source)
-            return {r.id: r.content_hash for r in conn.execute(q)}
+            q = select(t.c.id, t.c.content_hash).where(t.c.source == source).order_by(t.c.id)
+            for r in conn.execution_options(yield_per=_STREAM_ROWS).execute(q):
+                yield r.id, r.content_hash
 
     def count(self, source: str) -> int:
         t = schema.sections
