@@ -213,7 +213,7 @@ class LanceDBStore:
         table = self._open(namespace)
         if table is None or not updates:
             return
-        self._appending[namespace] = None  # ids written since are no longer all appends' (simplest: stop)
+        self._appending[namespace] = None  # any other write ends the appends: merges from here on
         ids = list(updates)
         for start in range(0, len(ids), _DELETE_BATCH):
             chunk = ids[start : start + _DELETE_BATCH]
