@@ -12,9 +12,12 @@ $(VENV)/.installed: pyproject.toml
 demo: $(VENV)/.installed
 	$(VENV)/bin/freshness demo
 
-# Two workers on two cores (pytest-xdist); worksteal evens out the long replays at the end.
+# pytest-xdist, one worker more than the cores: a test waiting on its subprocesses, servers
+# or timeouts leaves a core to another (2 cores: 2 workers 8 min 16 s, 3 workers 7 min 9 s,
+# 4 workers 7 min 34 s; docs/benchmarks.md). worksteal evens out the long tests at the end.
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 test: $(VENV)/.installed
-	$(PY) -m pytest -q -p no:cacheprovider -n auto --dist worksteal
+	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal
 
 bench: $(VENV)/.installed
 	$(PY) -m bench.run
