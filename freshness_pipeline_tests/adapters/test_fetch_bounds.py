@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from freshness_pipeline.adapters.fetch import DiscoveryError, Fetcher, Target
+from freshness_pipeline.adapters.fetch import AHEAD, DiscoveryError, Fetcher, Target
 from freshness_pipeline.config import ConfigError, DiscoveryPolicy, FetchPolicy, Source, load_settings
 from freshness_pipeline.core.models import Outcome
 from freshness_pipeline.core.urls import normalize_url, unsafe_address
@@ -280,3 +280,18 @@ def test_a_name_that_resolves_to_a_refused_address_is_caught_at_connect(
     with Fetcher(source(site, allowed_hosts=["localhost"], obey_robots=False, allow_private_addresses=True)) as f:
         (r,) = f.fetch([Target(normalize_url(by_name), by_name)])
     assert r.outcome is Outcome.OK
+
+
+def test_a_slow_reader_holds_a_window_of_pages_not_the_site() -> None:
+    """Fetching runs ahead of the reader (extraction) by `AHEAD` answers per thread at most:
+    with every target submitted at once, 100,000 pages waited in memory for extraction."""
+    pages = {f"/docs/p{i}": Page(f"<html><title>p{i}</title><p>body {i}</p></html>") for i in range(300)}
+    with SiteServer(pages) as site, Fetcher(source(site, concurrency=2)) as f:
+        answers = f.fetch([Target(normalize_url(site.url(p)), site.url(p)) for p in pages])
+        first = next(answers)
+        time.sleep(1.0)  # the fetch threads would download the whole site meanwhile
+        fetched = sum(site.paths_requested(p) for p in pages)
+        assert fetched <= 2 * AHEAD + 2, f"{fetched} pages fetched ahead of a reader that took one"
+        rest = list(answers)
+    assert {first.url, *(r.url for r in rest)} == {normalize_url(site.url(p)) for p in pages}
+    assert all(r.outcome is Outcome.OK for r in [first, *rest])
