@@ -24,9 +24,9 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 # Below this many items a pool costs more than it saves: starting two spawned workers (an
-# interpreter and these imports each) takes ~0.8 s, and extraction ~3 ms a page. Measured on
-# 2 cores (bench pages, docs/benchmarks.md): 256 pages 0.75 s inline, 1.19 s pooled; 1,000
-# pages 3.19 s inline, 2.48 s pooled.
+# interpreter and these imports each) takes ~0.8 s, and extraction ~3 ms a page. On 2 cores
+# (`python -m bench.pool`, docs/benchmarks.md), inline against pooled: 256 pages 0.76 s and
+# 1.09 s, 512 pages 1.43 s and 1.35 s, 1,000 pages 2.80 s and 2.03 s.
 POOL_MIN_ITEMS = 512
 CHUNK = 16  # items per task sent to a worker
 IN_FLIGHT = 8  # tasks per worker submitted ahead of the results read: memory stays bounded
