@@ -21,7 +21,7 @@ def pid_of(item: int) -> tuple[int, int]:
 
 
 def test_a_few_hundred_pages_stay_in_this_process() -> None:
-    # Extracting 300 pages takes less than starting the pool (workers.POOL_MIN_ITEMS).
+    # 300 pages extract faster than the pool starts (see workers.POOL_MIN_ITEMS).
     items = range(300)
     assert list(workers.parallel_map(pid_of, items)) == [(i, os.getpid()) for i in items]
 
@@ -43,13 +43,13 @@ def test_a_refresh_through_the_pool_builds_the_same_index(
             pools.append(1)
             super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
+    monkeypatch.setattr(workers, "ProcessPoolExecutor", CountedPool)
     site_pages = generate(12, sections_per_page=3, seed=5)
     indexes = []
     with DocsSite() as site:
         site.publish(site_pages.markdown())
         for threshold in (workers.POOL_MIN_ITEMS, 4):  # inline, then pooled
             monkeypatch.setattr(workers, "POOL_MIN_ITEMS", threshold)
-            monkeypatch.setattr(workers, "ProcessPoolExecutor", CountedPool)
             fr = Freshness(tmp_path / f"sources-{threshold}.yaml", site.sitemap_url, name=f"docs{threshold}")
             assert fr.run()["new"] == 12
             indexes.append({(r["url"], r["heading_path"], r["text"]) for r in fr.dump()})
