@@ -13,6 +13,7 @@ the UI marks what a version bump made out of date (the re-index itself is launch
 
 import logging
 import time
+from collections.abc import Iterator
 from datetime import timedelta
 
 import dagster as dg
@@ -27,13 +28,24 @@ from ..pipeline.crawl import CrawlReport, crawl
 from ..pipeline.indexing import IndexReport, apply_plan
 from ..pipeline.planning import PlanReport, make_plan
 from ..pipeline.sections import SectionsReport, current_sections
+from .checks import (
+    ALLOW_SPIKE_TAG,
+    CHANGE_SPIKE,
+    FLAGGED_PAGES,
+    PAGES_NOT_CHECKED,
+    STALE_SHARE,
+    change_spike,
+    flagged_pages,
+    pages_not_checked,
+    stale_share,
+)
 from .executors import CELERY_QUEUE_TAG, EMBEDDINGS_QUEUE
+from .metadata import md_table
 from .partitions import sources_partitions
 from .resources import FreshnessResource
 
 GROUP = "freshness"
 TIER_TAG = "freshness/tier"
-ALLOW_SPIKE_TAG = "freshness/allow-spike"  # an operator's override, recorded in the run's tags
 EMBEDDINGS_POOL = "embeddings"  # the provider's rate limit: `concurrency: pools:` in dagster.yaml
 
 log = logging.getLogger(__name__)
@@ -100,22 +112,19 @@ def index_freshness() -> dg.FreshnessPolicy | None:
     )
 
 
-def md_table(rows: list[tuple[str, object]], headers: tuple[str, str]) -> dg.MarkdownMetadataValue:
-    lines = [f"| {headers[0]} | {headers[1]} |", "| --- | --- |"]
-    lines += [f"| {a} | {b} |" for a, b in rows] or ["| (none) | |"]
-    return dg.MetadataValue.md("\n".join(lines))
-
-
 @dg.asset(
     partitions_def=sources_partitions,
     group_name=GROUP,
     kinds={"python", "http"},
     code_version="fetch-1",
+    check_specs=[FLAGGED_PAGES, PAGES_NOT_CHECKED],
     description="Every page of the source fetched (conditionally) and extracted to text. "
     "A run tagged `freshness/tier` fetches only that tier's pages (and new ones). Brings the state "
     "database to the newest schema first.",
 )
-def fetched_pages(context: dg.AssetExecutionContext, freshness: FreshnessResource) -> dg.Output[CrawlReport]:
+def fetched_pages(
+    context: dg.AssetExecutionContext, freshness: FreshnessResource
+) -> Iterator[dg.Output[CrawlReport] | dg.AssetCheckResult]:
     tier = context.run.tags.get(TIER_TAG)
     freshness.migrate()  # the run's first stage: the later ones (and their checks) only check the schema
     with freshness.open(context.partition_key) as ctx:
@@ -127,7 +136,7 @@ def fetched_pages(context: dg.AssetExecutionContext, freshness: FreshnessResourc
         f"{report.source}: crawled {report.crawled} pages "
         f"({', '.join(f'{k} {v}' for k, v in sorted(report.outcomes.items()))})"
     )
-    return dg.Output(
+    yield dg.Output(
         report,
         metadata={
             "crawled": report.crawled,
@@ -149,6 +158,8 @@ def fetched_pages(context: dg.AssetExecutionContext, freshness: FreshnessResourc
             ),
         },
     )
+    yield flagged_pages(report)
+    yield pages_not_checked(report)
 
 
 @dg.asset(
@@ -183,19 +194,23 @@ def section_manifest(context: dg.AssetExecutionContext, freshness: FreshnessReso
     group_name=GROUP,
     kinds={"python"},
     code_version="plan-1",
-    description="New / changed / moved / unchanged / removed sections against the manifest.",
+    check_specs=[STALE_SHARE, CHANGE_SPIKE],
+    description="New / changed / moved / unchanged / removed sections against the manifest. "
+    "A failed `change_spike` fails this step after the plan is stored, and vector_index does not run.",
 )
 def diff_plan(
     context: dg.AssetExecutionContext, freshness: FreshnessResource, section_manifest: SectionsReport
-) -> dg.Output[PlanReport]:
+) -> Iterator[dg.Output[PlanReport] | dg.AssetCheckResult]:
+    allow = context.run.tags.get(ALLOW_SPIKE_TAG, "").lower() == "true"
     with freshness.open(context.partition_key) as ctx:
         staged = make_plan(ctx, section_manifest)
+        checks = [stale_share(staged, ctx.source.checks), change_spike(ctx, staged, allowed=allow)]
     for f in staged.fuzzy:
         context.log.info(
             f"fuzzy unchanged {f.id} ({f.url}, distance {f.distance}): "
             f"-{' '.join(f.removed_words)} +{' '.join(f.added_words)}"
         )
-    return dg.Output(
+    yield dg.Output(
         staged,
         metadata={
             **{f"sections_{k}": v for k, v in staged.counts.items()},
@@ -206,6 +221,7 @@ def diff_plan(
             "top_changed_pages": md_table(staged.top_pages(), ("page", "sections written")),
         },
     )
+    yield from checks
 
 
 @dg.asset(

@@ -51,7 +51,11 @@ def test_materialize_records_what_the_ui_plots(sources: Path, site: DocsSite, in
     assert index["run_start_to_searchable_s"].value > 0
     assert "reindex_reason" not in index and "reindex_reason" not in meta["section_manifest"]  # no empty keys
     assert "/guide/page0" in index["top_changed_pages"].value
-    assert {e.check_name for e in result.get_asset_check_evaluations()} == {c.check_key.name for c in refresh_checks}
+    # Four checks judge their asset's report inside its step; reconcile_clean is a step of its own.
+    steps = {e.step_key for e in result.get_step_success_events()}
+    assert steps == {"fetched_pages", "section_manifest", "diff_plan", "vector_index", "vector_index_reconcile_clean"}
+    job_checks = defs.resolve_job_def("refresh").asset_layer.asset_graph.asset_check_keys
+    assert {e.check_name for e in result.get_asset_check_evaluations()} == {k.name for k in job_checks}
 
 
 def test_definitions_load_with_checks_pool_and_versions() -> None:
@@ -66,8 +70,8 @@ def test_definitions_load_with_checks_pool_and_versions() -> None:
         ("fetched_pages", "flagged_pages"),
         ("fetched_pages", "pages_not_checked"),
     }
-    (spike,) = [s for c in refresh_checks for s in c.check_specs if s.name == "change_spike"]
-    assert spike.blocking
+    specs = [s for a in [*refresh_assets, *refresh_checks] for s in a.check_specs]
+    assert [s.name for s in specs if s.blocking] == ["change_spike"]
     assert defs.resolve_assets_def("vector_index").op.pool == EMBEDDINGS_POOL
     versions = {k.to_user_string(): v for a in refresh_assets for k, v in a.code_versions_by_key.items()}
     assert f"normalizer-{NORMALIZER_VERSION}" in versions["section_manifest"]

@@ -63,7 +63,9 @@ def test_change_spike_blocks_vector_index_until_the_override(
     spike = check_result(blocked, "change_spike")
     assert not spike.passed and spike.severity == dg.AssetCheckSeverity.ERROR, spike.metadata
     assert materialized(blocked) == ASSETS - {"vector_index"}  # nor anything downstream
-    assert not blocked.success  # the failed blocking check fails the run
+    assert not blocked.success  # the failed blocking check fails the run, at diff_plan's step
+    (failure,) = [e for e in blocked.all_events if e.is_step_failure]
+    assert failure.step_key == "diff_plan" and "change_spike" in failure.step_failure_data.error.message
     assert spike.metadata["change_share"].value == 1.0
     assert f"+ {FEEDBACK}" in spike.metadata["suspects"].value  # the suspect phrase, in 24 sections
     assert "/guide/page" in spike.description and ALLOW_SPIKE_TAG in spike.description

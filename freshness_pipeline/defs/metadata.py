@@ -1,0 +1,10 @@
+"""Metadata values the assets and checks show in the UI."""
+
+import dagster as dg
+
+
+def md_table(rows: list[tuple[str, object]], headers: tuple[str, str]) -> dg.MarkdownMetadataValue:
+    """A two-column Markdown table, `(none)` when there is no row."""
+    lines = [f"| {headers[0]} | {headers[1]} |", "| --- | --- |"]
+    lines += [f"| {a} | {b} |" for a, b in rows] or ["| (none) | |"]
+    return dg.MetadataValue.md("\n".join(lines))
