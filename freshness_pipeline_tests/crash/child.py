@@ -19,6 +19,9 @@ import uuid
 from pathlib import Path
 
 _PRELOAD = [
+    # The slow part of `import lancedb` (~1 s, its REST client's pydantic models), which the
+    # store imports on first use. Not lancedb itself: its runtime thread would be forked.
+    "lance_namespace",
     "freshness_pipeline.pipeline.crawl",
     "freshness_pipeline.pipeline.sections",
     "freshness_pipeline.pipeline.planning",
@@ -26,6 +29,7 @@ _PRELOAD = [
     "freshness_pipeline.adapters.vectorstores.lancedb_store",
     "freshness_pipeline.adapters.embedders.hashing",
     "freshness_pipeline_tests.crash.child",
+    "freshness_pipeline_tests.crash.warm",
 ]
 _ctx = multiprocessing.get_context("forkserver")
 _ctx.set_forkserver_preload(_PRELOAD)
