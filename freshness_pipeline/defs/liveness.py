@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
 
 import dagster as dg
 
@@ -52,6 +53,26 @@ def reap_dead_runs(instance: dg.DagsterInstance) -> list[str]:
                 log.warning(f"run {record.dagster_run.run_id}: {message}; marked failed")
     _free_slots_of_finished_runs(instance)
     return dead
+
+
+def wait_for_run_worker(instance: dg.DagsterInstance, run_id: str, timeout_s: float) -> bool:
+    """Wait until the process that ran `run_id` (the first pid its events name) has exited:
+    a finished run's worker still flushes and exits for about a second. False at the timeout."""
+    pids = _run_pids(instance, run_id)
+    if not pids:
+        return True
+    pid, seen = next(iter(pids.items()))
+    deadline = time.monotonic() + timeout_s
+    while _alive(pid, seen):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def alive_pids(instance: dg.DagsterInstance, run_id: str) -> list[int]:
+    """The processes the run's events name that still run on this host."""
+    return sorted(pid for pid, seen in _run_pids(instance, run_id).items() if _alive(pid, seen))
 
 
 def _free_slots_of_finished_runs(instance: dg.DagsterInstance) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -32,7 +33,7 @@ from .. import progress
 from .assets import INDEX_EXTRAS, TIER_TAG
 from .coordinator import daemon_running
 from .executors import executor_name
-from .liveness import HOST_TAG, reap_dead_runs, this_host
+from .liveness import HOST_TAG, reap_dead_runs, this_host, wait_for_run_worker
 from .partitions import sources_partitions
 
 LAUNCH_ENV = "FRESHNESS_LAUNCH"  # "in-process": execute_in_process, no code location origin
@@ -42,7 +43,10 @@ MODULE = {"module_name": "freshness_pipeline.defs.definitions", "attribute": "de
 WORKSPACE = {"load_from": [{"python_module": MODULE}]}
 POLL_S = 0.5
 REAP_EVERY = 10  # polls between two looks for a dead run worker
+WORKER_EXIT_S = 30.0  # how long a finished run's worker may take to exit
 SHOWN_ERRORS = 20
+
+log = logging.getLogger(__name__)
 
 
 class LaunchError(RuntimeError):
@@ -102,6 +106,12 @@ def launch(instance: dg.DagsterInstance, tags: dict[str, str], run_config: dict,
                 _wait(instance, run_id, proc, log)
             finally:
                 _stop(proc)
+    # The run worker exits about a second after its run ended. Returning before it did, a
+    # caller that then removes the home or the database (a test's teardown, a CI job) left
+    # the code server's cleanup thread failing on the missing instance, and the server
+    # running forever (~270 MB).
+    if not wait_for_run_worker(instance, run_id, WORKER_EXIT_S):
+        log.warning(f"run {run_id} ended, but its process still runs after {WORKER_EXIT_S:.0f} s")
     return run_id
 
 

@@ -17,6 +17,7 @@ import pytest
 from freshness_pipeline import progress
 from freshness_pipeline.defs.coordinator import daemon_running
 from freshness_pipeline.defs.instance import write_instance_config
+from freshness_pipeline.defs.liveness import alive_pids
 from freshness_pipeline.defs.runner import LAUNCH_ENV, run_refresh
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.defs.harness import SOURCE
@@ -49,6 +50,8 @@ def test_without_a_daemon_the_run_is_launched_at_once_as_a_run_of_the_location(
     started = time.monotonic()
     outcome = run_refresh(SOURCE)
     seconds = time.monotonic() - started
+    with dg.DagsterInstance.get() as instance:  # returned once the run's worker exited too
+        assert alive_pids(instance, outcome["run_id"]) == []
     assert outcome["status"] == "success", outcome
     assert (outcome["crawled"], outcome["new"], outcome["embedded"]) == (4, 4, 8)
     # The run worker has no terminal: the waiting CLI shows each stage's line from the event log.
