@@ -57,9 +57,10 @@ def reap_dead_runs(instance: dg.DagsterInstance) -> list[str]:
 
 def wait_for_run_worker(instance: dg.DagsterInstance, run_id: str, timeout_s: float) -> bool:
     """Wait until the process that ran `run_id` (the first pid its events name) has exited:
-    a finished run's worker still flushes and exits for about a second. False at the timeout."""
+    a finished run's worker still flushes and exits for about a second. False at the timeout.
+    Like `reap_dead_runs`, only for launchers without a health check (local processes)."""
     pids = _run_pids(instance, run_id)
-    if not pids:
+    if not pids or instance.run_launcher.supports_check_run_worker_health:
         return True
     pid, seen = next(iter(pids.items()))
     deadline = time.monotonic() + timeout_s

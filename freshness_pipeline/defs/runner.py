@@ -46,7 +46,7 @@ REAP_EVERY = 10  # polls between two looks for a dead run worker
 WORKER_EXIT_S = 30.0  # how long a finished run's worker may take to exit
 SHOWN_ERRORS = 20
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 
 class LaunchError(RuntimeError):
@@ -111,7 +111,7 @@ def launch(instance: dg.DagsterInstance, tags: dict[str, str], run_config: dict,
     # the code server's cleanup thread failing on the missing instance, and the server
     # running forever (~270 MB).
     if not wait_for_run_worker(instance, run_id, WORKER_EXIT_S):
-        log.warning(f"run {run_id} ended, but its process still runs after {WORKER_EXIT_S:.0f} s")
+        logger.warning(f"run {run_id} ended, but its process still runs after {WORKER_EXIT_S:.0f} s")
     return run_id
 
 

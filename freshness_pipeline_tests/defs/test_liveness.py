@@ -1,5 +1,6 @@
 """How `liveness.py` tells a dead run: a pid is alive only while its process runs and only
-if that process is not newer than the event that named it (pid reuse)."""
+if that process is not newer than the event that named it (pid reuse); and how long it
+waits for a finished run's worker (the launched case: `defs/test_runner.py`)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,14 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
-from freshness_pipeline.defs.liveness import _alive
+import dagster as dg
+
+from freshness_pipeline.defs.liveness import _alive, alive_pids, wait_for_run_worker
+from freshness_pipeline.demo.server import DocsSite
+from freshness_pipeline_tests.defs.harness import refresh
+from freshness_pipeline_tests.sitegen import generate
 
 
 def test_a_running_process_named_after_it_started_is_alive() -> None:
@@ -23,3 +30,14 @@ def test_an_exited_process_is_dead() -> None:
 
 def test_a_process_newer_than_the_event_is_a_reused_pid() -> None:
     assert not _alive(os.getpid(), time.time() - 3600 * 24 * 365 * 30)
+
+
+def test_waiting_for_a_run_worker_that_still_runs_ends_at_the_timeout(
+    sources: Path, site: DocsSite, instance: dg.DagsterInstance
+) -> None:
+    site.publish(generate(2, sections_per_page=1, seed=3).markdown())
+    run_id = refresh(instance).run_id  # in-process: the run's process is this one, still running
+    assert alive_pids(instance, run_id) == [os.getpid()]
+    started = time.monotonic()
+    assert not wait_for_run_worker(instance, run_id, 0.3)
+    assert 0.3 <= time.monotonic() - started < 5
