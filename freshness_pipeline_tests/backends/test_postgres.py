@@ -83,6 +83,9 @@ def test_manifest_and_dagster_instance_on_postgres(
     shutil.copy(REPO / "dagster_home" / "dagster.postgres.yaml", home / "dagster.yaml")
     db = make_url(dagster_db)
     monkeypatch.setenv("DAGSTER_HOME", str(home))
+    # In this process: runs launched on this instance, code server and run worker writing to
+    # it from their own processes, are deploy/test_celery.py's (three at once).
+    monkeypatch.setenv("FRESHNESS_LAUNCH", "in-process")
     for var, value in {
         "USERNAME": db.username,
         "PASSWORD": db.password or "",
