@@ -83,8 +83,8 @@ def test_manifest_and_dagster_instance_on_postgres(
     shutil.copy(REPO / "dagster_home" / "dagster.postgres.yaml", home / "dagster.yaml")
     db = make_url(dagster_db)
     monkeypatch.setenv("DAGSTER_HOME", str(home))
-    # In this process: runs launched on this instance, code server and run worker writing to
-    # it from their own processes, are deploy/test_celery.py's (three at once).
+    # The runs execute in this process. Launched runs on this instance (a code server and a
+    # run worker writing to it from their own processes) are deploy/test_celery.py's.
     monkeypatch.setenv("FRESHNESS_LAUNCH", "in-process")
     for var, value in {
         "USERNAME": db.username,
