@@ -196,3 +196,22 @@ def test_status_does_not_load_dagster(dagster_home: Path) -> None:
     assert "measured_at" in text_out and "2023-11-14 22:13" in text_out and "2.0" in text_out, done.stdout
     (row,) = json.loads("[" + json_out)
     assert row["freshness"]["score"] == 0.917
+
+
+def test_the_code_location_and_the_reading_commands_load_no_pandas(dagster_home: Path) -> None:
+    """pandas is a third of a `freshness` command's start and a fifth of loading the code
+    location (every launcher, code server and run worker does): only what makes a frame
+    (status's history, `weak`, the freshness_metrics step) imports it."""
+    path = str(write_sources(dagster_home / "sources.yaml", "http://127.0.0.1:9/sitemap.xml"))
+    cli("migrate", "--sources", path)
+    probe = (
+        "import sys\n"
+        "import freshness_pipeline.defs.definitions\n"
+        "from freshness_pipeline.cli import main\n"
+        f"codes = [main([cmd, '--sources', {path!r}]) for cmd in ('dump', 'reconcile')]\n"
+        "print('pandas' in sys.modules, codes, file=sys.stderr)\n"
+    )
+    env = {**os.environ, "DAGSTER_HOME": str(dagster_home)}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "False [0, 0]", done.stderr

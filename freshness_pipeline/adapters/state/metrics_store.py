@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from sqlalchemy import Engine, delete, func, select
 
 from ...core.freshness import next_streak
 from . import schema
 from .dialect import insert_ignore_rows, upsert_rows
+
+if TYPE_CHECKING:  # imported where a frame is made: pandas is half a `freshness` command's start
+    import pandas as pd
 
 WEAK_QUERY_DAYS = 90  # weak queries are kept this long
 CITED_KEY_DAYS = 30  # the citation resolution rate looks back this far
@@ -34,6 +36,8 @@ class MetricsStore:
 
     def history(self, source: str, limit: int = 20) -> pd.DataFrame:
         """The latest `limit` measurements of a source, oldest first."""
+        import pandas as pd
+
         t = schema.freshness_metrics
         q = select(t).where(t.c.source == source).order_by(t.c.id.desc()).limit(limit)
         with self.engine.connect() as conn:
@@ -127,6 +131,8 @@ class MetricsStore:
             conn.execute(delete(ck).where(ck.c.created_at < now - CITED_KEY_DAYS * _DAY))
 
     def weak_queries(self, *, days: float = WEAK_QUERY_DAYS, limit: int = 100) -> pd.DataFrame:
+        import pandas as pd
+
         t = schema.weak_queries
         q = (
             select(t.c.created_at, t.c.best_score, t.c.query, t.c.best_url, t.c.model)
