@@ -71,11 +71,6 @@ def wait_for_run_worker(instance: dg.DagsterInstance, run_id: str, timeout_s: fl
     return True
 
 
-def alive_pids(instance: dg.DagsterInstance, run_id: str) -> list[int]:
-    """The processes the run's events name that still run on this host."""
-    return sorted(pid for pid, seen in _run_pids(instance, run_id).items() if _alive(pid, seen))
-
-
 def _free_slots_of_finished_runs(instance: dg.DagsterInstance) -> None:
     storage = instance.event_log_storage
     if not storage.supports_global_concurrency_limits:

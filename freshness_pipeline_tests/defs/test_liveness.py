@@ -12,9 +12,9 @@ from pathlib import Path
 
 import dagster as dg
 
-from freshness_pipeline.defs.liveness import _alive, alive_pids, wait_for_run_worker
+from freshness_pipeline.defs.liveness import _alive, wait_for_run_worker
 from freshness_pipeline.demo.server import DocsSite
-from freshness_pipeline_tests.defs.harness import refresh
+from freshness_pipeline_tests.defs.harness import alive_pids, refresh
 from freshness_pipeline_tests.sitegen import generate
 
 

@@ -17,10 +17,9 @@ import pytest
 from freshness_pipeline import progress
 from freshness_pipeline.defs.coordinator import daemon_running
 from freshness_pipeline.defs.instance import write_instance_config
-from freshness_pipeline.defs.liveness import alive_pids
 from freshness_pipeline.defs.runner import LAUNCH_ENV, run_refresh
 from freshness_pipeline.demo.server import DocsSite
-from freshness_pipeline_tests.defs.harness import SOURCE
+from freshness_pipeline_tests.defs.harness import SOURCE, alive_pids
 from freshness_pipeline_tests.sitegen import generate
 
 JOB_PAGE = dg.RunsFilter(job_name="refresh", tags={".dagster/repository": "__repository__@freshness_pipeline"})
