@@ -19,7 +19,7 @@ from sqlalchemy import create_engine, text
 
 from freshness_pipeline.cli import main, run_lines
 from freshness_pipeline.core import run_counts
-from freshness_pipeline.defs.checks import ALLOW_SPIKE_TAG
+from freshness_pipeline.defs.tags import ALLOW_SPIKE_TAG
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.sitegen import Site, generate
 
@@ -215,3 +215,31 @@ def test_the_code_location_and_the_reading_commands_load_no_pandas(dagster_home:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip().splitlines()[-1] == "False [0, 0]", done.stderr
+
+
+def test_freshness_run_launches_without_loading_the_asset_graph(dagster_home: Path) -> None:
+    """A launched run loads the code location in its own processes; the `freshness run` that
+    launches it only waits and reads events, so it starts the launcher without the asset
+    graph (about half of its start). The probe records what is loaded when the launcher
+    starts, then lets it fail at once: the run is refused with the launcher's exit code."""
+    path = str(write_sources(dagster_home / "sources.yaml", "http://127.0.0.1:9/sitemap.xml"))
+    probe = (
+        "import subprocess, sys\n"
+        "from freshness_pipeline.cli import main\n"
+        "seen = []\n"
+        "real = subprocess.Popen.__init__\n"
+        "def start(self, cmd, *a, **k):\n"
+        "    if cmd[1:5] == ['-m', 'dagster', 'job', 'launch']:\n"
+        "        graph = ('freshness_pipeline.defs.assets', 'freshness_pipeline.pipeline.crawl', 'trafilatura')\n"
+        "        seen.append([m for m in graph if m in sys.modules])\n"
+        "        cmd = [sys.executable, '-c', 'raise SystemExit(3)']\n"
+        "    real(self, cmd, *a, **k)\n"
+        "subprocess.Popen.__init__ = start\n"
+        f"code = main(['run', '--sources', {path!r}, '--json'])\n"
+        "print(seen, code, file=sys.stderr)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "FRESHNESS_LAUNCH"} | {"DAGSTER_HOME": str(dagster_home)}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "dagster job launch did not create run" in done.stdout and "exit code 3" in done.stdout, done.stdout
+    assert done.stderr.strip().splitlines()[-1] == "[[]] 1", done.stderr

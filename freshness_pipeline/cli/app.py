@@ -83,8 +83,8 @@ def run(
     sources: SourcesFile = None,
 ) -> int:
     from .. import progress
-    from ..defs.checks import ALLOW_SPIKE_TAG
     from ..defs.runner import run_refresh
+    from ..defs.tags import ALLOW_SPIKE_TAG
 
     settings = _settings(ctx, sources)
     progress.attach()

@@ -29,7 +29,6 @@ from ..pipeline.indexing import IndexReport, apply_plan
 from ..pipeline.planning import PlanReport, make_plan
 from ..pipeline.sections import SectionsReport, current_sections
 from .checks import (
-    ALLOW_SPIKE_TAG,
     CHANGE_SPIKE,
     FLAGGED_PAGES,
     PAGES_NOT_CHECKED,
@@ -43,9 +42,9 @@ from .executors import CELERY_QUEUE_TAG, EMBEDDINGS_QUEUE
 from .metadata import md_table
 from .partitions import sources_partitions
 from .resources import FreshnessResource
+from .tags import ALLOW_SPIKE_TAG, TIER_TAG
 
 GROUP = "freshness"
-TIER_TAG = "freshness/tier"
 EMBEDDINGS_POOL = "embeddings"  # the provider's rate limit: `concurrency: pools:` in dagster.yaml
 
 log = logging.getLogger(__name__)
@@ -54,15 +53,6 @@ log = logging.getLogger(__name__)
 _warned: set[str] = set()
 
 REVIEW_SHOWN = 50  # pages per kind in the metadata
-# vector_index's metadata besides the run's counts
-INDEX_EXTRAS = (
-    "stale_share",
-    "change_share",
-    "run_start_to_searchable_s",
-    "namespace",
-    "reindex_reason",
-    "top_changed_pages",
-)
 
 
 def _settings_at_load() -> Settings | None:

@@ -29,8 +29,8 @@ from ..pipeline.reconcile import reconcile
 from .metadata import md_table
 from .partitions import sources_partitions
 from .resources import FreshnessResource
+from .tags import ALLOW_SPIKE_TAG
 
-ALLOW_SPIKE_TAG = "freshness/allow-spike"  # an operator's override, recorded in the run's tags
 SUSPECT_SAMPLE = 300  # changed sections compared word by word for the suspects
 LIST_MAX = 50  # rows of a list in check metadata
 NOT_CHECKED_ERROR_SHARE = 0.5  # more of a run's pages than this not checked is an ERROR

@@ -2,6 +2,16 @@
 
 import dagster as dg
 
+# vector_index's metadata besides the run's counts (`runner.summarize` tells them apart)
+INDEX_EXTRAS = (
+    "stale_share",
+    "change_share",
+    "run_start_to_searchable_s",
+    "namespace",
+    "reindex_reason",
+    "top_changed_pages",
+)
+
 
 def md_table(rows: list[tuple[str, object]], headers: tuple[str, str]) -> dg.MarkdownMetadataValue:
     """A two-column Markdown table, `(none)` when there is no row."""

@@ -30,11 +30,12 @@ import dagster as dg
 import yaml
 
 from .. import progress
-from .assets import INDEX_EXTRAS, TIER_TAG
 from .coordinator import daemon_running
 from .executors import executor_name
 from .liveness import HOST_TAG, reap_dead_runs, this_host, wait_for_run_worker
+from .metadata import INDEX_EXTRAS
 from .partitions import sources_partitions
+from .tags import TIER_TAG
 
 LAUNCH_ENV = "FRESHNESS_LAUNCH"  # "in-process": execute_in_process, no code location origin
 LOCATION = "freshness_pipeline"

@@ -30,10 +30,11 @@ from ..core.backoff import retry_wait
 from ..core.cadence import Due, due, intervals
 from ..core.tiers import TIERS
 from ..pipeline.context import versions_for
-from .assets import TIER_TAG, fetched_pages, refresh_job
+from .assets import fetched_pages, refresh_job
 from .liveness import HOST_TAG, reap_dead_runs, this_host
 from .partitions import sources_partitions
 from .resources import FreshnessResource
+from .tags import TIER_TAG
 
 PARTITION_TAG = "dagster/partition"
 REINDEX_TAG = "freshness/reindex"

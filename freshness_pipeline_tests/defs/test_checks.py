@@ -14,8 +14,8 @@ import pytest
 from freshness_pipeline.adapters.state.store import StateStore
 from freshness_pipeline.config import load_settings, state_url
 from freshness_pipeline.core.spike import history_shares, judge, suspects
-from freshness_pipeline.defs.checks import ALLOW_SPIKE_TAG
 from freshness_pipeline.defs.runner import run_refresh
+from freshness_pipeline.defs.tags import ALLOW_SPIKE_TAG
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline.pipeline.context import SourceContext
 from freshness_pipeline_tests.defs.harness import SOURCE, check_result, materialized, refresh

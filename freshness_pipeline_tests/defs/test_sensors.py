@@ -14,7 +14,6 @@ import yaml
 
 from freshness_pipeline.config import ConfigError, TierPolicy
 from freshness_pipeline.core.cadence import HOUR, Due, due
-from freshness_pipeline.defs.assets import TIER_TAG
 from freshness_pipeline.defs.definitions import defs
 from freshness_pipeline.defs.liveness import HOST_TAG, this_host
 from freshness_pipeline.defs.resources import FreshnessResource
@@ -25,6 +24,7 @@ from freshness_pipeline.defs.sensors import (
     tier_cadence_sensor,
     version_bump_sensor,
 )
+from freshness_pipeline.defs.tags import TIER_TAG
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.defs.harness import SOURCE, check_result, refresh, write_sources
 from freshness_pipeline_tests.sitegen import generate

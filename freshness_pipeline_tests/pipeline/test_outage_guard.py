@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from freshness_pipeline.defs.assets import ALLOW_SPIKE_TAG
 from freshness_pipeline.defs.runner import run_refresh
+from freshness_pipeline.defs.tags import ALLOW_SPIKE_TAG
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.pipeline.driver import Freshness
 from freshness_pipeline_tests.sitegen import generate
