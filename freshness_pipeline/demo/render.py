@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping
+from functools import lru_cache
 
 import markdown as md
 
@@ -34,7 +35,7 @@ def render(
     """One HTML page. `nav` maps paths to link titles; `updated`, `build` and `tip` (a
     "tip of the day" block atop the article, where extraction keeps it) are noise; `date`
     is the page's declared date (`<meta name="date">`, what htmldate reads first)."""
-    article = md.markdown(body_md, extensions=_EXTENSIONS)
+    article = _article(body_md)
     links = "\n".join(f'<li><a href="{p}">{html.escape(t)}</a></li>' for p, t in nav.items())
     stamp = f"<p>Last updated: {html.escape(updated)}</p>" if updated else ""
     built = f"<p>Built {html.escape(build)}</p>" if build else ""
@@ -51,6 +52,13 @@ def render(
 </article></main>
 <footer>{built}<p>Documentation licensed under CC BY 4.0.</p></footer>
 </body></html>"""
+
+
+@lru_cache(maxsize=512)
+def _article(body_md: str) -> str:
+    """The article's HTML. Cached: a site's history republishes mostly unchanged pages, and
+    a replay renders each page once per build and once more for its oracle."""
+    return md.markdown(body_md, extensions=_EXTENSIONS)
 
 
 def title_of(body_md: str, fallback: str) -> str:

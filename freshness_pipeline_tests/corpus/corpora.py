@@ -15,6 +15,7 @@ import os
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from freshness_pipeline.config import ChunkPolicy
@@ -112,16 +113,23 @@ def build_noise(build: int, dates: Mapping[str, str]) -> Callable[[str], dict[st
 
 def oracle(base_url: str, docs: Mapping[str, str], dates: Mapping[str, str]) -> dict[str, Section]:
     """id -> section of every section the index must hold for `docs`, from clean pages."""
-    chunking = ChunkPolicy()
     out: dict[str, Section] = {}
     for rel, text in docs.items():
         url = normalize_url(base_url + page_path(rel))
-        page = extract(render(text, title=title_of(text, rel), nav={}, date=dates[rel]), url)
-        markdown = normalize(page.markdown, url=url)
-        for s in segment(url, markdown, page_date=dates[rel], budget=chunking.token_budget, encoding=chunking.encoding):
+        for s in _page_oracle(url, rel, text, dates[rel]):
             assert s.id not in out, f"oracle: two sections with id {s.id} ({url} {s.heading})"
             out[s.id] = s
     return out
+
+
+@lru_cache(maxsize=1024)
+def _page_oracle(url: str, rel: str, text: str, date: str) -> tuple[Section, ...]:
+    """One clean page's sections; cached, as most pages are the same from one revision to the
+    next (the text core is a pure function of these arguments)."""
+    chunking = ChunkPolicy()
+    page = extract(render(text, title=title_of(text, rel), nav={}, date=date), url)
+    markdown = normalize(page.markdown, url=url)
+    return tuple(segment(url, markdown, page_date=date, budget=chunking.token_budget, encoding=chunking.encoding))
 
 
 @dataclass(frozen=True)

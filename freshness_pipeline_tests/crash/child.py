@@ -19,9 +19,13 @@ import uuid
 from pathlib import Path
 
 _PRELOAD = [
-    # The slow part of `import lancedb` (~1 s, its REST client's pydantic models), which the
-    # store imports on first use. Not lancedb itself: its runtime thread would be forked.
+    # The slow parts of `import lancedb`, which the store imports on first use: its REST
+    # client's pydantic models (~1 s) and what `lancedb.common` imports, pandas and
+    # pyarrow.dataset (~0.7 s). Not lancedb itself: its import starts an event-loop thread,
+    # which a fork would leave behind, holding whatever lock it held.
     "lance_namespace",
+    "pandas",
+    "pyarrow.dataset",
     "freshness_pipeline.pipeline.crawl",
     "freshness_pipeline.pipeline.sections",
     "freshness_pipeline.pipeline.planning",

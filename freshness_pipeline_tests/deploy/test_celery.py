@@ -9,6 +9,8 @@ show which worker executed each step: vector_index on `embed`, everything else o
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -26,6 +28,7 @@ import redis
 import yaml
 from sqlalchemy import create_engine, make_url, text
 
+from freshness_pipeline.cli import main as cli_main
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.conftest import PG_ADMIN_URL
 from freshness_pipeline_tests.sitegen import generate
@@ -115,11 +118,22 @@ def wait_ready(log: Path, name: str, timeout: float = 120) -> None:
     pytest.fail(f"celery worker {name} did not start:\n{log.read_text()[-3000:]}")
 
 
+def records(lines: str) -> set[tuple]:
+    return {(r["id"], r["url"], r["heading_path"], r["text"]) for r in map(json.loads, lines.splitlines())}
+
+
 def dump(env: dict[str, str]) -> set[tuple]:
     out = subprocess.run(
         [sys.executable, "-m", "freshness_pipeline.cli", "dump"], env=env, capture_output=True, text=True, check=True
     )
-    return {(r["id"], r["url"], r["heading_path"], r["text"]) for r in map(json.loads, out.stdout.splitlines())}
+    return records(out.stdout)
+
+
+def local_dump(sources: Path) -> set[tuple]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli_main(["--sources", str(sources), "dump"]) == 0
+    return records(out.getvalue())
 
 
 def test_three_sources_refresh_at_once_through_two_celery_workers(
@@ -160,17 +174,17 @@ def test_three_sources_refresh_at_once_through_two_celery_workers(
         assert all(o["status"] == "success" for o in outcomes), outcomes
         celery_index = dump(env)
 
-        # The same sources through the in-process path: SQLite, the default executor.
-        local = {**os.environ, "FRESHNESS_SOURCES": str(sources), "FRESHNESS_LAUNCH": "in-process"}
+        # The same sources through the in-process path (SQLite, the default executor), in
+        # this process: the deployment's variables were only ever in the children's env.
         local_home = tmp_path / "local_home"
         local_home.mkdir()
         local_sources = write_sources(tmp_path / "local.yaml", sitemaps, tmp_path / "local-vectors")
-        local |= {"DAGSTER_HOME": str(local_home), "FRESHNESS_SOURCES": str(local_sources)}
+        monkeypatch.setenv("DAGSTER_HOME", str(local_home))
+        monkeypatch.setenv("FRESHNESS_LAUNCH", "in-process")
         for var in ("FRESHNESS_STATE_URL", "FRESHNESS_EXECUTOR", "FRESHNESS_IO_DIR"):
-            local.pop(var, None)
-        cli = [sys.executable, "-m", "freshness_pipeline.cli", "run"]
-        subprocess.run(cli, env=local, check=True, capture_output=True)
-        assert celery_index == dump(local) and len(celery_index) == 3 * 3 * 2
+            assert var not in os.environ, var
+        assert cli_main(["--sources", str(local_sources), "run"]) == 0
+        assert celery_index == local_dump(local_sources) and len(celery_index) == 3 * 3 * 2
 
     for k in env:
         if k.startswith("DAGSTER_"):
