@@ -15,6 +15,7 @@ import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -41,6 +42,18 @@ def _compiles(pattern: str) -> str:
 
 
 Regex = Annotated[str, AfterValidator(_compiles)]
+
+
+def _http_url(url: str) -> str:
+    """An absolute http(s) URL: a bare host (`docs.example.com/sitemap.xml`) would be read
+    as a path and only fail at the run's first fetch, as a host outside the scope."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("must be an absolute http(s) URL, like https://docs.example.com/sitemap.xml")
+    return url
+
+
+HttpUrl = Annotated[str, AfterValidator(_http_url)]
 
 # Numbers as the settings take them: ints are ints (not `true`, not 2.5), floats finite
 # (`allow_inf_nan=False` on the base), each in a range that means something.
@@ -207,8 +220,8 @@ class CheckPolicy(_Strict):
 
 class Source(_Strict):
     name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$")]
-    sitemap: str | None = None
-    start_urls: list[str] = Field(default_factory=list)
+    sitemap: HttpUrl | None = None
+    start_urls: list[HttpUrl] = Field(default_factory=list)
     fetch: FetchPolicy = FetchPolicy()
     discovery: DiscoveryPolicy = DiscoveryPolicy()
     noise: NoisePolicy = NoisePolicy()

@@ -186,3 +186,27 @@ def test_the_ui_command_without_a_checkout_names_the_module(tmp_path: Path, monk
     monkeypatch.setattr(demo_run, "WORKSPACE", tmp_path / "absent.yaml")
     words = shlex.split(ui_command(tmp_path / "h"))
     assert words[-4:] == [str(Path(sys.executable).parent / "dg"), "dev", "-m", "freshness_pipeline.defs.definitions"]
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("notaurl", "the state database URL 'notaurl' ($FRESHNESS_STATE_URL, "),
+        # Port 1 on loopback: nothing listens there, the connection is refused at once.
+        (
+            "postgresql+psycopg2://reader:secret@127.0.0.1:1/state",
+            "cannot connect to the state database postgresql+psycopg2://reader:***@127.0.0.1:1/state "
+            "($FRESHNESS_STATE_URL, ",
+        ),
+    ],
+)
+def test_a_state_url_that_cannot_be_opened_is_one_line_naming_it(
+    url: str, says: str, dagster_home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sources = str(write_sources(dagster_home / "sources.yaml", "http://127.0.0.1:9/sitemap.xml"))
+    monkeypatch.setenv("FRESHNESS_STATE_URL", url)
+    for args in (["status"], ["search", "q"], ["dump"], ["resolve", "k"], ["weak"], ["reconcile"], ["migrate"]):
+        assert main(["--sources", sources, *args]) == 2, args
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {says}") and err.count("\n") == 1, (args, err)
+        assert "secret" not in err and "Traceback" not in err

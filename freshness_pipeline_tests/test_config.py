@@ -40,26 +40,37 @@ def test_path_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     ("text", "message"),
     [
         ("sources: [{name: docs}]", r"sources\.0: Value error, needs `sitemap` or `start_urls`"),
-        ("sources: [{name: docs, sitemap: u, fetch: {timeout: 3}}]", r"sources\.0\.fetch\.timeout: Extra inputs"),
-        ("sources: [{name: Docs!, sitemap: u}]", r"sources\.0\.name: String should match pattern"),
-        ("sources: [{name: a, sitemap: u}, {name: a, sitemap: v}]", "duplicate source names: a"),
-        ("sources: [{name: a, sitemap: u}]\nembedder: {provider: cohere}", r"embedder\.provider: Input should be"),
+        # A bare host is a path to urlsplit: it failed only at the run's first fetch, as off scope.
+        (
+            "sources: [{name: d, sitemap: www.python-httpx.org/sitemap.xml}]",
+            r"sources\.0\.sitemap: Value error, must be an absolute http\(s\) URL, like https://docs\.example\.com/"
+            r"sitemap\.xml \(got 'www\.python-httpx\.org/sitemap\.xml'\)",
+        ),
+        (
+            "sources: [{name: d, start_urls: [http://u, 'ftp://u/']}]",
+            r"sources\.0\.start_urls\.1: Value error, must be",
+        ),
+        ("sources: [{name: d, sitemap: 'https:///sitemap.xml'}]", r"sources\.0\.sitemap: Value error, must be"),
+        ("sources: [{name: d, sitemap: http://u, fetch: {timeout: 3}}]", r"sources\.0\.fetch\.timeout: Extra inputs"),
+        ("sources: [{name: Docs!, sitemap: http://u}]", r"sources\.0\.name: String should match pattern"),
+        ("sources: [{name: a, sitemap: http://u}, {name: a, sitemap: http://v}]", "duplicate source names: a"),
+        ("sources: [{name: a, sitemap: http://u}]\nembedder: {provider: x}", r"embedder\.provider: Input should be"),
         ("sources: [", "not valid YAML"),
         (
-            "sources: [{name: a, sitemap: u, noise: {disabled_rules: [last_updatd]}}]",
+            "sources: [{name: a, sitemap: http://u, noise: {disabled_rules: [last_updatd]}}]",
             r"sources\.0\.noise\.disabled_rules: Value error, unknown rule\(s\) last_updatd; known: ",
         ),
         ("", r"sources: Field required"),
         (
-            "sources: [{name: a, sitemap: u, tiers: {rules: [{pattern: '(', tier: hot}]}}]",
+            "sources: [{name: a, sitemap: http://u, tiers: {rules: [{pattern: '(', tier: hot}]}}]",
             r"sources\.0\.tiers\.rules\.0\.pattern: Value error, not a valid regex '\(': missing \)",
         ),
         (
-            "sources: [{name: a, start_urls: [u], discovery: {include: ['/docs/', '[a-']}}]",
+            "sources: [{name: a, start_urls: [http://u], discovery: {include: ['/docs/', '[a-']}}]",
             r"sources\.0\.discovery\.include\.1: Value error, not a valid regex '\[a-'",
         ),
         (
-            "sources: [{name: a, start_urls: [u], discovery: {exclude: ['*.pdf']}}]",
+            "sources: [{name: a, start_urls: [http://u], discovery: {exclude: ['*.pdf']}}]",
             r"sources\.0\.discovery\.exclude\.0: Value error, not a valid regex '\*\.pdf'",
         ),
     ],
@@ -84,7 +95,7 @@ def test_cli_reports_config_errors_without_a_traceback(tmp_path: Path, capsys: p
 
 
 def test_unknown_source_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = write(tmp_path, "sources: [{name: docs, sitemap: u}]")
+    path = write(tmp_path, "sources: [{name: docs, sitemap: http://u}]")
     assert main(["--sources", str(path), "run", "--source", "nope"]) == 2
     assert "unknown source 'nope'; the sources file defines: docs" in capsys.readouterr().err
 
@@ -92,16 +103,18 @@ def test_unknown_source_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[s
 def test_golden_set_resolves_against_the_sources_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "golden.yaml").write_text("- {query: q, expect: /x/}\n")
     monkeypatch.chdir(tmp_path.parent)  # not the sources file's folder
-    s = load_settings(write(tmp_path, "sources: [{name: docs, sitemap: u, golden_set: golden.yaml}]"))
+    s = load_settings(write(tmp_path, "sources: [{name: docs, sitemap: http://u, golden_set: golden.yaml}]"))
     assert s.sources[0].golden_set == str(tmp_path / "golden.yaml")
 
 
 def test_missing_golden_set_is_named_at_load(tmp_path: Path) -> None:
-    path = write(tmp_path, "sources: [{name: a, sitemap: u}, {name: docs, sitemap: u, golden_set: sets/gold.yaml}]")
+    path = write(
+        tmp_path, "sources: [{name: a, sitemap: http://u}, {name: docs, sitemap: http://u, golden_set: s/g.yaml}]"
+    )
     with pytest.raises(ConfigError) as err:
         load_settings(path)
     assert str(err.value) == (
-        f"{path}: sources.1.golden_set: golden set of source 'docs' not found: {tmp_path / 'sets' / 'gold.yaml'}"
+        f"{path}: sources.1.golden_set: golden set of source 'docs' not found: {tmp_path / 's' / 'g.yaml'}"
     )
 
 
@@ -111,7 +124,7 @@ def test_policies_become_core_rules(tmp_path: Path) -> None:
     text = """
 sources:
   - name: a
-    sitemap: u
+    sitemap: http://u
     fetch: {max_bytes: 1000, soft_404_min_chars: 50}
     tiers:
       rules: [{pattern: '/news/', tier: hot}, {pattern: '/news/archive/', tier: cold}]

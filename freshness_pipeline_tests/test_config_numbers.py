@@ -158,7 +158,7 @@ def test_an_empty_source_list_says_so(tmp_path: Path) -> None:
 
 def test_a_file_that_is_not_utf8_or_not_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     latin1 = tmp_path / "latin1.yaml"
-    latin1.write_bytes("sources: [{name: caf\xe9, sitemap: u}]\n".encode("latin-1"))
+    latin1.write_bytes("sources: [{name: caf\xe9, sitemap: http://u}]\n".encode("latin-1"))
     with pytest.raises(ConfigError, match=r"latin1\.yaml: not UTF-8 text \(byte 20: invalid"):
         load_settings(latin1)
     with pytest.raises(ConfigError, match=r": is a folder, not a sources file"):

@@ -15,3 +15,8 @@ REPAIR_INDEX = "`freshness reconcile --fix` rebuilds it from the manifest and th
 class SchemaOutdated(DamagedState):
     """The state database is not at the schema this code reads: `freshness migrate` brings
     it there (a refresh also does, at its start). Opening a store never migrates."""
+
+
+class StateUnreachable(DamagedState):
+    """The state database cannot be opened at all: its URL does not parse, or its server
+    does not answer. Nothing was read or changed."""

@@ -46,6 +46,7 @@ POLL_S = 0.5
 REAP_EVERY = 10  # polls between two looks for a dead run worker
 WORKER_EXIT_S = 30.0  # how long a finished run's worker may take to exit
 SHOWN_ERRORS = 20
+STDERR_FD = 2
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +102,9 @@ def launch(instance: dg.DagsterInstance, tags: dict[str, str], run_config: dict,
         cmd = [sys.executable, "-m", "dagster", "job", "launch", "-w", str(workspace), "-l", LOCATION, "-j", JOB]
         cmd += ["--run-id", run_id, "--tags", json.dumps(tags), "--config-json", json.dumps(run_config)]
         with open(Path(tmp) / "launch.log", "w+") as log:
-            out = None if verbose else log
+            # Verbose: Dagster's lines (the launcher's, its code server's) on this process's
+            # stderr, so that stdout holds only the summary (`--json` stays parseable).
+            out = STDERR_FD if verbose else log
             proc = subprocess.Popen(cmd, stdout=out, stderr=out, stdin=subprocess.DEVNULL)
             try:
                 _wait(instance, run_id, proc, log)

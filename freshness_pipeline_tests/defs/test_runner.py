@@ -41,20 +41,25 @@ def launched(sources: Path, site: DocsSite, dagster_home: Path, monkeypatch: pyt
 
 
 def test_without_a_daemon_the_run_is_launched_at_once_as_a_run_of_the_location(
-    launched: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    launched: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A CLI test earlier in this process may have attached its stderr: lines go to sys.stderr here.
     monkeypatch.setattr(progress, "_terminal", None)
     monkeypatch.setattr(progress, "_lines", None)
     started = time.monotonic()
-    outcome = run_refresh(SOURCE)
+    outcome = run_refresh(SOURCE, log_level="INFO")  # what `freshness run -v` asks for
     seconds = time.monotonic() - started
+    out, err = capfd.readouterr()
+    # Dagster's own lines (the launcher's and its code server's) go to stderr: with
+    # `freshness run --json -v`, stdout must hold nothing but the JSON lines.
+    assert out == "", out[:2000]
+    assert "dagster" in err.lower(), err[:2000]
     with dg.DagsterInstance.get() as instance:  # returned once the run's worker exited too
         assert alive_pids(instance, outcome["run_id"]) == []
     assert outcome["status"] == "success", outcome
     assert (outcome["crawled"], outcome["new"], outcome["embedded"]) == (4, 4, 8)
     # The run worker has no terminal: the waiting CLI shows each stage's line from the event log.
-    shown = [line.split(" in ")[0] for line in capsys.readouterr().err.splitlines()]
+    shown = [line.split(" in ")[0] for line in err.splitlines()]
     assert ["discovery: 4 URLs", "fetch/extract: 4 pages", "embed: 8 sections"] == [
         line for line in shown if line.split(":")[0] in ("discovery", "fetch/extract", "embed")
     ]

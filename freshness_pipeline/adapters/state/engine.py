@@ -5,20 +5,35 @@ nothing on disk. A damaged or unwritable SQLite file becomes one `DamagedState` 
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.engine import ExceptionContext, make_url
+from sqlalchemy.engine import URL, ExceptionContext, make_url
+from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import QueuePool
 
-from ..damage import DamagedState
+from ..damage import DamagedState, StateUnreachable
+
+WHERE = "$FRESHNESS_STATE_URL, else the sources file's `state_url`"
+
+
+def parse_url(url: str) -> URL:
+    """The state database's URL, or one `StateUnreachable` line when it does not parse."""
+    try:
+        return make_url(url)
+    except ArgumentError:
+        raise StateUnreachable(
+            f"the state database URL {_redacted(url)!r} ({WHERE}) is not a database URL: "
+            "e.g. postgresql+psycopg2://user@host:5432/db or sqlite:////path/to/freshness.db"
+        ) from None
 
 
 def make_engine(url: str, *, read_only: bool) -> Engine:
-    parsed = make_url(url)
+    parsed = parse_url(url)
     sqlite_file = parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:")
     if sqlite_file and read_only:
         path = Path(parsed.database or "")
@@ -34,7 +49,29 @@ def make_engine(url: str, *, read_only: bool) -> Engine:
     if parsed.get_backend_name() == "sqlite":
         event.listen(engine, "connect", _sqlite_read_pragmas if read_only else _sqlite_pragmas)
         event.listen(engine, "handle_error", _sqlite_damage(Path(parsed.database or "")))
+    else:
+        event.listen(engine, "handle_error", _server_unreachable(parsed))
     return engine
+
+
+def _redacted(url: str) -> str:
+    """The URL with any password masked (it may not parse, so not through SQLAlchemy)."""
+    return re.sub(r"(//[^/@:]*:)[^/@]*@", r"\1***@", url)
+
+
+def _server_unreachable(url: URL) -> Any:
+    """A `handle_error` hook: a server that refuses the first connection (down, wrong host,
+    port, user or database) becomes one `StateUnreachable` line naming the URL."""
+
+    def hook(ctx: ExceptionContext) -> None:
+        if ctx.connection is None and ctx.is_disconnect is False and ctx.original_exception is not None:
+            reason = str(ctx.original_exception).strip().splitlines()[0]
+            raise StateUnreachable(
+                f"cannot connect to the state database {url.render_as_string(hide_password=True)} "
+                f"({WHERE}): {reason}"
+            ) from None
+
+    return hook
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

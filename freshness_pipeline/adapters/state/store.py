@@ -11,12 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine
-from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
 
 from ..damage import SchemaOutdated
 from . import schema
-from .engine import make_engine
+from .engine import make_engine, parse_url
 from .intents import Intents
 from .locks import Locks, SourceBusy
 from .manifest import Manifest
@@ -93,11 +92,11 @@ def migrate(url: str) -> Migration:
 def describe(url: str) -> str:
     """The database as a message names it: the SQLite file, else the URL without a password."""
     db = _sqlite_file(url)
-    return str(db) if db is not None else make_url(url).render_as_string(hide_password=True)
+    return str(db) if db is not None else parse_url(url).render_as_string(hide_password=True)
 
 
 def _sqlite_file(url: str) -> Path | None:
-    parsed = make_url(url)
+    parsed = parse_url(url)
     if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
         return None
     return Path(parsed.database or "")
