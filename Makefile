@@ -8,7 +8,7 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/pip install -q -e '.[dev]'
 	touch $@
 
-.PHONY: demo test bench bench-peers
+.PHONY: demo test lint bench bench-peers
 demo: $(VENV)/.installed
 	$(VENV)/bin/freshness demo
 
@@ -19,6 +19,10 @@ demo: $(VENV)/.installed
 TEST_WORKERS ?= $(shell python3 -c 'import os; print((os.cpu_count() or 1) + 1)')
 test: $(VENV)/.installed
 	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 bench: $(VENV)/.installed
 	$(PY) -m bench.run

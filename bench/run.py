@@ -85,7 +85,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     mode = "launched as runs of the code location" if args.launched else "in-process"
     print(f"{args.pages} pages, home {home}, {os.cpu_count()} cores, {mode}; {_calibration()}")
-    print(f"{'scenario':<12} {'wall s':>8} {'pages/s':>8} {'cpu':>5} {'peak MiB':>9} {'embedded':>9} {'load':>5}  notes", flush=True)
+    print(
+        f"{'scenario':<12} {'wall s':>8} {'pages/s':>8} {'cpu':>5} {'peak MiB':>9} {'embedded':>9} {'load':>5}  notes",
+        flush=True,
+    )
     failed = False
     for name in chosen:
         spec = SCENARIOS[name]

@@ -139,8 +139,12 @@ class DiscoveryPolicy(_Strict):
     exclude: list[Regex] = Field(default_factory=list)
     max_pages: Count = 10_000
     max_depth: NonNegInt = 10
-    max_sitemaps: Annotated[int, Field(strict=True, ge=1, le=100_000)] = 500  # sitemap files read per run, indexes included
-    max_sitemap_depth: Annotated[int, Field(strict=True, ge=0, le=10)] = 4  # index levels followed below the first sitemap
+    max_sitemaps: Annotated[int, Field(strict=True, ge=1, le=100_000)] = (
+        500  # sitemap files read per run, indexes included
+    )
+    max_sitemap_depth: Annotated[int, Field(strict=True, ge=0, le=10)] = (
+        4  # index levels followed below the first sitemap
+    )
 
 
 class NoisePolicy(_Strict):
@@ -263,7 +267,6 @@ class EmbedderConfig(_Strict):
                 raise ValueError(f"no local copy of {self.model!r}; the local embedder ships {', '.join(local)}")
         model_and_dims(self.provider, self.model, self.dimensions)  # an unknown size raises
         return self
-
 
     @model_validator(mode="after")
     def _backend_is_local(self) -> EmbedderConfig:

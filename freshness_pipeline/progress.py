@@ -49,7 +49,7 @@ def attach() -> None:
 
 
 def mode() -> str:
-    """"bar" (and a log line), "log" or "off"."""
+    """ "bar" (and a log line), "log" or "off"."""
     chosen = os.environ.get(MODE_ENV, "").strip().lower()
     if chosen in ("bar", "log", "off"):
         return chosen

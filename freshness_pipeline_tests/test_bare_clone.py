@@ -19,9 +19,13 @@ REPO = Path(__file__).resolve().parents[1]
 def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The repository's files (tracked and new, as git lists them) in a folder with no siblings."""
     root = tmp_path_factory.mktemp("forge") / "freshness_pipeline"
-    files = subprocess.run(
-        ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, capture_output=True, check=True
-    ).stdout.decode().split("\0")
+    files = (
+        subprocess.run(
+            ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, capture_output=True, check=True
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for rel in filter(None, files):
         if (REPO / rel).is_file():
             (root / rel).parent.mkdir(parents=True, exist_ok=True)

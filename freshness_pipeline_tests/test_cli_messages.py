@@ -84,9 +84,7 @@ def test_search_on_an_empty_index_says_how_to_fill_it(dagster_home: Path, monkey
 
     monkeypatch.setattr(LocalEmbedder, "_load", no_model)
     path = dagster_home / "sources.yaml"
-    path.write_text(
-        "sources: [{name: docs, sitemap: 'http://127.0.0.1:9/sitemap.xml'}]\nembedder: {provider: local}\n"
-    )
+    path.write_text("sources: [{name: docs, sitemap: 'http://127.0.0.1:9/sitemap.xml'}]\nembedder: {provider: local}\n")
     out, err = cli("search", "retry limit", "--sources", str(path), expect=1)
     assert out == ""
     assert "the index is empty: nothing of docs is indexed yet" in err and "`freshness run`" in err, err

@@ -97,8 +97,13 @@ def test_the_checker_flags_each_rule() -> None:
 
 
 def test_relative_imports_resolve_against_the_package() -> None:
-    got = list(imports("freshness_pipeline.adapters.state", "from ..damage import X\nfrom . import store", is_package=True))
-    assert [i.target for i in got] == ["freshness_pipeline.adapters.damage.X", "freshness_pipeline.adapters.state.store"]
+    got = list(
+        imports("freshness_pipeline.adapters.state", "from ..damage import X\nfrom . import store", is_package=True)
+    )
+    assert [i.target for i in got] == [
+        "freshness_pipeline.adapters.damage.X",
+        "freshness_pipeline.adapters.state.store",
+    ]
     assert module_name(ROOT / "adapters" / "state" / "__init__.py") == "freshness_pipeline.adapters.state"
 
 

@@ -26,9 +26,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--hide-scrollbars", "--window-size=2800,1200",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--window-size=2800,1200",
 ]
 
 
@@ -53,7 +60,8 @@ def wait_for(url: str, timeout_s: float = 120.0) -> None:
 def skip_community_dialog(base: str) -> None:
     """Mark Dagster's first-visit 'join the community' dialog as seen (it covers the graph)."""
     req = urllib.request.Request(
-        f"{base}/graphql", data=json.dumps({"query": "mutation { setNuxSeen }"}).encode(),
+        f"{base}/graphql",
+        data=json.dumps({"query": "mutation { setNuxSeen }"}).encode(),
         headers={"Content-Type": "application/json"},
     )
     urllib.request.urlopen(req, timeout=10).close()
@@ -70,9 +78,17 @@ def screenshot(url: str, out: Path, budget_ms: int) -> None:
     chromium = shutil.which("chromium") or sys.exit("chromium not found: apt-get install -y chromium")
     with tempfile.TemporaryDirectory() as profile:
         subprocess.run(
-            [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"--virtual-time-budget={budget_ms}",
-             f"--screenshot={out}", url],
-            check=True, timeout=180, capture_output=True,
+            [
+                chromium,
+                *CHROMIUM_FLAGS,
+                f"--user-data-dir={profile}",
+                f"--virtual-time-budget={budget_ms}",
+                f"--screenshot={out}",
+                url,
+            ],
+            check=True,
+            timeout=180,
+            capture_output=True,
         )
 
 
@@ -86,12 +102,17 @@ def main() -> int:
     home = Path(tempfile.mkdtemp(prefix="freshness-ui-")) / "home"
     env = {**os.environ, "DAGSTER_HOME": str(home), "FRESHNESS_SOURCES": str(home / "sources.yaml")}
     bin_dir = Path(sys.executable).parent
-    subprocess.run([bin_dir / "freshness", "demo", "--embedder", "hashing", "--home", str(home)],
-                   cwd=ROOT, env=env, check=True)
+    subprocess.run(
+        [bin_dir / "freshness", "demo", "--embedder", "hashing", "--home", str(home)], cwd=ROOT, env=env, check=True
+    )
     port = free_port()
     server = subprocess.Popen(
         [bin_dir / "dagster-webserver", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
         base = f"http://127.0.0.1:{port}"

@@ -230,7 +230,9 @@ class Fetcher(AbstractContextManager["Fetcher"]):
         p = self._policy
         status = resp.status_code
         content_type = resp.headers.get("content-type")
-        outcome, reason = classify(status, content_type=content_type, size=content_length(resp), policy=p.response_rules())
+        outcome, reason = classify(
+            status, content_type=content_type, size=content_length(resp), policy=p.response_rules()
+        )
         etag, last_modified = resp.headers.get("etag"), resp.headers.get("last-modified")
         if outcome is Outcome.NOT_MODIFIED:  # a 304 may omit validators: keep the ones we sent
             read_capped(resp, _DRAIN_BYTES)  # its (empty) body: an unread response closes the connection
@@ -246,7 +248,9 @@ class Fetcher(AbstractContextManager["Fetcher"]):
             return _Attempt(self._result(target, url, outcome, reason, status), retry, after if retry else None)
         body = read_capped(resp, p.max_bytes)
         if body is None:
-            outcome, reason = classify(status, content_type=content_type, size=p.max_bytes + 1, policy=p.response_rules())
+            outcome, reason = classify(
+                status, content_type=content_type, size=p.max_bytes + 1, policy=p.response_rules()
+            )
             return _Attempt(self._result(target, url, outcome, reason, status))
         digest = hashlib.sha256(body).hexdigest()
         kept = {"etag": etag, "last_modified": last_modified, "body_sha256": digest}

@@ -304,7 +304,8 @@ def learn_template_blocks(
     """
     counts: Counter[str] = Counter()
     n = 0
-    for n, page in enumerate(pages, 1):
+    for page in pages:
+        n += 1
         counts.update({block_fingerprint(b) for b in split_blocks(page) if _is_template_candidate(b)})
     if n < min_pages:
         return frozenset()

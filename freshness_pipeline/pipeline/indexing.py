@@ -276,9 +276,7 @@ def _drop_retired(ctx: SourceContext) -> None:
         ctx.store.sources.save(state)
 
 
-def _counts(
-    p: PlanReport, crawl: dict[str, float], w: _Written, *, orphans: int, reindex: bool
-) -> dict[str, int]:
+def _counts(p: PlanReport, crawl: dict[str, float], w: _Written, *, orphans: int, reindex: bool) -> dict[str, int]:
     """The run's counts: pages from the crawl's staged counts and the plan's change
     events, records from the plan and what this stage wrote."""
     crawled, errors, skipped = (int(crawl.get(k, 0)) for k in ("crawled", "errors", "skipped"))

@@ -29,7 +29,6 @@ from ..core.versions import namespace
 from .context import SourceContext
 from .records import restore_from_manifest
 
-
 _ABSENT = object()
 
 

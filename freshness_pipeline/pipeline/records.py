@@ -100,7 +100,9 @@ def _embed(ctx: SourceContext, texts: dict[str, str]) -> dict[str, np.ndarray]:
 
 
 def record(s: Section, vec: np.ndarray, source: str, version: int, now: float) -> VectorRecord:
-    return VectorRecord(id=s.id, vector=vec, metadata=metadata(s, source, version, now))  # float32, not 384 Python floats
+    return VectorRecord(
+        id=s.id, vector=vec, metadata=metadata(s, source, version, now)
+    )  # float32, not 384 Python floats
 
 
 def metadata(s: Section, source: str, version: int, now: float) -> dict[str, object]:

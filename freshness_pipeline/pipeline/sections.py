@@ -113,4 +113,3 @@ def _dirty(
         if page is not None and page.state == "live" and page.text_hash is not None:
             dirty[url] = page_signature(page.text_hash, page.title, thash, ctx.versions)
     return dirty, gone
-

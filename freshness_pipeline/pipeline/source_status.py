@@ -35,26 +35,28 @@ def source_status(settings: Settings, name: str, *, recent_runs: int = 10) -> di
         fresh = freshness_status(ctx)
         if fresh["freshness"] and not index.clean:
             fresh["freshness"]["alert"] = True  # a score measured on an index that is not there
-        return json_safe({
-            "source": name,
-            "pages_live": sum(1 for p in pages if p.state == "live"),
-            "pages_gone": sum(1 for p in pages if p.state != "live"),
-            "sections_indexed": ctx.store.manifest.count(name),
-            "tiers": dict(tiers),
-            "last_run": runs[0] if runs else None,
-            "flagged": sorted((p.url, p.flag) for p in pages if p.flag),
-            "flapping": flapping,
-            "index": {
-                "clean": index.clean,
-                "summary": index.summary(),
-                "namespace": index.namespace,
-                "missing": len(index.missing),
-                "orphans": len(index.orphans),
-                "mismatched": len(index.mismatched),
-                "damage": index.damage,
-            },
-            **fresh,
-        })
+        return json_safe(
+            {
+                "source": name,
+                "pages_live": sum(1 for p in pages if p.state == "live"),
+                "pages_gone": sum(1 for p in pages if p.state != "live"),
+                "sections_indexed": ctx.store.manifest.count(name),
+                "tiers": dict(tiers),
+                "last_run": runs[0] if runs else None,
+                "flagged": sorted((p.url, p.flag) for p in pages if p.flag),
+                "flapping": flapping,
+                "index": {
+                    "clean": index.clean,
+                    "summary": index.summary(),
+                    "namespace": index.namespace,
+                    "missing": len(index.missing),
+                    "orphans": len(index.orphans),
+                    "mismatched": len(index.mismatched),
+                    "damage": index.damage,
+                },
+                **fresh,
+            }
+        )
     finally:
         ctx.close()
 

@@ -298,7 +298,9 @@ def test_two_processes_exporting_at_once_both_get_the_model(tmp_path: Path) -> N
     )
     env = {**os.environ, "FRESHNESS_MODEL_CACHE": str(tmp_path)}
     procs = [
-        subprocess.Popen([sys.executable, "-c", probe], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", probe], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         for _ in range(2)
     ]
     outs = [p.communicate(timeout=300) for p in procs]

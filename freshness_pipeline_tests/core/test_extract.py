@@ -32,7 +32,7 @@ pip install widget
 def test_markdown_keeps_structure() -> None:
     got = extract(PAGE, URL)
     lines = got.markdown.split("\n")
-    assert [l for l in lines if l.startswith("#") and not l.startswith("# a comment")] == [
+    assert [line for line in lines if line.startswith("#") and not line.startswith("# a comment")] == [
         "# Install",
         "## Requirements",
         "### Optional extras",

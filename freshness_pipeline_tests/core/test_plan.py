@@ -159,7 +159,7 @@ from freshness_pipeline_tests.core.pages import Page, pages  # noqa: E402
 @given(page=pages(min_sections=2), data=st.data())
 def test_a_page_that_shrinks_leaves_no_stale_keys(page: Page, data: st.DataObject) -> None:
     keep = data.draw(st.lists(st.booleans(), min_size=len(page.sections), max_size=len(page.sections)))
-    smaller = _replace(page, sections=tuple(s for s, k in zip(page.sections, keep) if k))
+    smaller = _replace(page, sections=tuple(s for s, k in zip(page.sections, keep, strict=True) if k))
     before = segment(URL, page.markdown(), budget=120)
     after = segment(URL, smaller.markdown(), budget=120)
     plan = plan_refresh("s", before, after, fuzzy_threshold=3)
@@ -181,7 +181,7 @@ def test_pages_losing_records_looks_each_deleted_id_up_a_bounded_number_of_times
     """Linear in its inputs: rebuilding the set of deleted ids per previous section (the old
     quadratic) hashes every deleted id once per section."""
     prev = [sec(f"H{i}", f"text {i}", url=f"{URL}/{i % (pages // 10)}", ordinal=i) for i in range(pages)]
-    removed = [CountingStr(s.id) for s in prev[:: 10]]
+    removed = [CountingStr(s.id) for s in prev[::10]]
     plan = Plan(source="s", removed=list(removed))
     CountingStr.reset()
     got = pages_losing_records(prev, plan)

@@ -68,7 +68,7 @@ class Revision:
 def load_revisions(folder: Path) -> list[Revision]:
     meta = json.loads((folder / "revisions.json").read_text())
     revs = [Revision(m["rev"], m["date"], load_folder(folder / f"r{m['rev']}")) for m in meta]
-    for rev, m in zip(revs, meta):
+    for rev, m in zip(revs, meta, strict=True):
         assert len(rev.docs) == m["pages"], (
             f"{folder.name}/r{rev.number}: {len(rev.docs)} pages, revisions.json says {m['pages']}"
         )

@@ -26,7 +26,18 @@ from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.defs.harness import SOURCE
 from freshness_pipeline_tests.sitegen import generate
 
-COUNTS = ("crawled", "new", "changed", "unchanged", "gone", "errors", "embedded", "payload_updated", "deleted", "reused")
+COUNTS = (
+    "crawled",
+    "new",
+    "changed",
+    "unchanged",
+    "gone",
+    "errors",
+    "embedded",
+    "payload_updated",
+    "deleted",
+    "reused",
+)
 
 
 def test_materialize_records_what_the_ui_plots(sources: Path, site: DocsSite, instance: dg.DagsterInstance) -> None:

@@ -127,7 +127,8 @@ def test_a_bad_minute_deletes_nothing_and_gone_pages_go(
         )
         server.pages[g + "5"] = Page("<html><body><main><p>Loading</p></main></body></html>")  # near-empty
         server.pages[g + "6"] = Page(
-            "<html><head><title>Just a moment...</title></head><body>Checking your browser before accessing. Cloudflare Ray ID: 7d</body></html>"
+            "<html><head><title>Just a moment...</title></head><body>Checking your browser before accessing. "
+            "Cloudflare Ray ID: 7d</body></html>"
         )
         server.pages[g + "7"] = Page(b"\x00\xff\xfe<<<<\x89PNG garbage </ht")  # extraction yields nothing
         server.pages["/guide/new-wall"] = Page(

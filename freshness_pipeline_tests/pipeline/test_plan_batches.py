@@ -78,4 +78,3 @@ def test_batched_planning_equals_one_plan_over_every_page(tmp_path: Path, monkey
     assert staging.redirects("docs", "r1") == sorted(whole.key_redirects)
     assert (report.counts["moved"], report.counts["new"]) == (len(whole.moved), len(whole.new))
     store.close()
-

@@ -48,7 +48,11 @@ def opened(dagster_home: Path, site: DocsSite, **settings: object) -> Iterator[S
     sources = dagster_home / "sources.yaml"
     sources.write_text(
         yaml.safe_dump(
-            {"sources": [{"name": "docs", "sitemap": site.sitemap_url}], "embedder": {"provider": "hashing"}, **settings}
+            {
+                "sources": [{"name": "docs", "sitemap": site.sitemap_url}],
+                "embedder": {"provider": "hashing"},
+                **settings,
+            }
         )
     )
     loaded = load_settings(sources)
@@ -140,7 +144,10 @@ def test_a_crawl_stages_and_saves_only_the_texts_that_changed(ctx: SourceContext
 def test_upserts_are_batched_across_the_staged_batches(dagster_home: Path, monkeypatch) -> None:
     """The index stage reads the plan 1,000 rows at a time, but calls the vector store with
     `upsert_batch` records each (a LanceDB merge costs the table's size per call)."""
-    with DocsSite() as site, opened(dagster_home, site, vector_store={"provider": "lancedb", "upsert_batch": 700}) as ctx:
+    with (
+        DocsSite() as site,
+        opened(dagster_home, site, vector_store={"provider": "lancedb", "upsert_batch": 700}) as ctx,
+    ):
         site.publish(generate(100, sections_per_page=12, seed=2).markdown())
         calls: list[int] = []
         upsert = ctx.vectors.upsert

@@ -1,6 +1,6 @@
 """The manifest commit: one transaction, after the vector store writes succeeded, that
-applies a plan (in batches, read as they are applied) to the manifest and records key redirects, page signatures, change events
-(the outbox), the cleared intents, the new generation and the run.
+applies a plan (in batches, read as they are applied) to the manifest and records key
+redirects, page signatures, change events (the outbox), the cleared intents, the new generation and the run.
 
 A plan made against an older generation is refused (`StalePlan`) before anything is written.
 """

@@ -67,8 +67,7 @@ def _server_unreachable(url: URL) -> Any:
         if ctx.connection is None and ctx.is_disconnect is False and ctx.original_exception is not None:
             reason = str(ctx.original_exception).strip().splitlines()[0]
             raise StateUnreachable(
-                f"cannot connect to the state database {url.render_as_string(hide_password=True)} "
-                f"({WHERE}): {reason}"
+                f"cannot connect to the state database {url.render_as_string(hide_password=True)} ({WHERE}): {reason}"
             ) from None
 
     return hook

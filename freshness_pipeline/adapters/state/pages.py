@@ -23,7 +23,7 @@ class Pages:
         with self.engine.connect() as conn:
             rows = conn.execute(select(*(schema.pages.c[n] for n in names)).where(schema.pages.c.source == source))
             # zip over plain tuples: 4x faster than Row._asdict() at 10,000 pages
-            return {r.url: r for r in (PageRow(**dict(zip(names, t))) for t in rows)}
+            return {r.url: r for r in (PageRow(**dict(zip(names, t, strict=True))) for t in rows)}
 
     def markdown(self, source: str, urls: Collection[str]) -> dict[str, str]:
         return dict(self.iter_markdown(source, urls))

@@ -276,7 +276,16 @@ class Staging:
         section dated as the plan found it (None for a removed record)."""
         p, s = schema.staged_plan, schema.staged_sections
         joined = p.outerjoin(s, (s.c.source == p.c.source) & (s.c.run_id == p.c.run_id) & (s.c.id == p.c.id))
-        cols = [p.c.id, p.c.action, p.c.url, p.c.as_of, p.c.old_id, p.c.old_url, s.c.id.label("s_id"), *_section_columns(s)]
+        cols = [
+            p.c.id,
+            p.c.action,
+            p.c.url,
+            p.c.as_of,
+            p.c.old_id,
+            p.c.old_url,
+            s.c.id.label("s_id"),
+            *_section_columns(s),
+        ]
         q = select(*cols).select_from(joined).where(p.c.source == source, p.c.run_id == run_id, p.c.action.in_(actions))
         for rows in self._by_id(q):
             yield [
