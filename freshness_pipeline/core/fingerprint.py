@@ -2,7 +2,9 @@
 
 The fuzzy rule lets a section whose exact hash changed keep its vector when the edit is
 typo-level (simhash within `threshold` bits) and touches no token that can change what the
-text means: numbers, negations and modals, identifiers.
+text means: numbers, negations and modals, identifiers, and anything inside code. Code is
+judged on the markdown: the retrieval text has lost the code markup, so a command edit
+(`pip install x` -> `uv add x`) would read as a change of plain words.
 
 A bit of a simhash flips with probability angle/pi between the two shingle vectors, so on a
 300-word chunk one substituted word costs ~2 bits (more than 3 in ~1 case out of 5) and a
@@ -22,6 +24,8 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
+
+from .retrieval import code_parts
 
 __all__ = [
     "FuzzyVerdict",
@@ -169,10 +173,18 @@ def fuzzy_unchanged(
     old_sim: int | None,
     new_sim: int | None,
     threshold: int,
+    *,
+    old_markdown: str | None = None,
+    new_markdown: str | None = None,
 ) -> FuzzyVerdict | None:
-    """A verdict when the edit from `old_text` to `new_text` is too small to re-embed for,
-    else None (changed). Threshold 0 means exact hashes only: always None."""
+    """A verdict when the edit from `old_text` to `new_text` (retrieval texts) is too small
+    to re-embed for, else None (changed). Threshold 0 means exact hashes only: always None.
+
+    `old_markdown`/`new_markdown`, the sections' markdown: any difference in their code
+    spans or code blocks is a change, whatever the distance."""
     if threshold <= 0 or old_sim is None or new_sim is None:
+        return None
+    if old_markdown is not None and new_markdown is not None and code_parts(old_markdown) != code_parts(new_markdown):
         return None
     distance = hamming(old_sim, new_sim)
     if distance > threshold or _words_edited(old_text, new_text) > _max_words_edited(old_text, new_text):

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from difflib import SequenceMatcher
 
-from .fingerprint import fuzzy_unchanged, word_diff
+from .fingerprint import fuzzy_unchanged
 from .models import FuzzyMatch, Move, Plan, Section
 
 # A renamed heading keeps its identity when it stands where the old one stood and its
@@ -106,21 +106,43 @@ def _pair_moves(
 
 def _compare(plan: Plan, old: Section, new: Section, fuzzy_threshold: int) -> Section:
     """File a section that kept its id under unchanged / payload / changed (or fuzzy
-    unchanged); returns it with its `as_of` settled."""
+    unchanged); returns it with its `as_of` settled.
+
+    A fuzzy-unchanged edit keeps the vector but not the old words: the record's text,
+    title and `as_of` become the page's (a payload update), while its retrieval text, hash
+    and simhash stay those of the embedded text, so every later edit is judged against what
+    was embedded and small edits cannot add up unseen. `old.text` may then differ from
+    `old.embed_text`'s markdown: a section whose markdown is the stored one is not new."""
     if old.content_hash == new.content_hash or old.text == new.text:
         new = _dated_like(new, old)
-    if old.content_hash == new.content_hash and old.payload_hash == new.payload_hash:
+    if old.content_hash != new.content_hash:
+        if old.text != new.text:
+            verdict = fuzzy_unchanged(
+                old.embed_text,
+                new.embed_text,
+                old.simhash,
+                new.simhash,
+                fuzzy_threshold,
+                old_markdown=old.text,
+                new_markdown=new.text,
+            )
+            if verdict is None:
+                plan.changed.append(new)
+                return new
+            plan.fuzzy.append(FuzzyMatch(new.id, new.url, verdict.distance, verdict.removed_words, verdict.added_words))
+        new = _embedded_like(new, old)  # forgiven now, or when its stored text was written
+    if old.payload_hash == new.payload_hash:
         plan.unchanged.append(new.id)
-    elif old.content_hash == new.content_hash:
-        plan.payload.append(new)  # same words, new links or title: no embedding
-    elif fuzzy_unchanged(old.embed_text, new.embed_text, old.simhash, new.simhash, fuzzy_threshold):
-        plan.unchanged.append(new.id)  # the record stays as it is; a re-index takes the new
-        new = _dated_like(new, old)  # text, with the date of its meaning
-        removed, added = word_diff(old.embed_text, new.embed_text)
-        plan.fuzzy.append(FuzzyMatch(new.id, new.url, _hamming(old.simhash, new.simhash), removed, added))
     else:
-        plan.changed.append(new)
+        plan.payload.append(new)  # same meaning, new links, title, date or typo fix: no embedding
     return new
+
+
+def _embedded_like(new: Section, old: Section) -> Section:
+    """`new` with the retrieval text (and its fingerprints) of `old`: what its vector holds."""
+    return replace(
+        new, embed_text=old.embed_text, content_hash=old.content_hash, simhash=old.simhash, tokens=old.tokens
+    )
 
 
 def _dated_like(new: Section, old: Section) -> Section:
@@ -173,10 +195,6 @@ def _renamed_from(gone: Iterable[Section], new: Section, moves: Mapping[str, str
 
 def _similar(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     return SequenceMatcher(None, " ".join(a).lower(), " ".join(b).lower()).ratio() >= RENAME_MIN_SIMILARITY
-
-
-def _hamming(a: int | None, b: int | None) -> int:
-    return -1 if a is None or b is None else (a ^ b).bit_count()
 
 
 def pages_losing_records(previous: Iterable[Section], plan: Plan) -> set[str]:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-__all__ = ["plain_text", "retrieval_text"]
+__all__ = ["code_parts", "plain_text", "retrieval_text"]
 
 # html: True so that inline tags become html tokens (dropped) instead of literal text.
 _MD = MarkdownIt("commonmark", {"html": True}).enable("table")
@@ -47,6 +47,18 @@ def plain_text(markdown: str) -> str:
         if words := " ".join(text.split()):
             blocks.append(words)
     return "\n".join(blocks)
+
+
+def code_parts(markdown: str) -> tuple[str, ...]:
+    """The code of `markdown`, in order: each code span's and each code block's content,
+    exactly as written (a command's every character can matter)."""
+    out: list[str] = []
+    for tok in _MD.parse(markdown):
+        if tok.type in ("fence", "code_block"):
+            out.append(tok.content)
+        elif tok.type == "inline":
+            out += [c.content for c in tok.children or () if c.type == "code_inline"]
+    return tuple(out)
 
 
 def retrieval_text(heading_path: Sequence[str], markdown: str) -> str:

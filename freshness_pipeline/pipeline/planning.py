@@ -99,7 +99,7 @@ def make_plan(ctx: SourceContext, sections: SectionsReport) -> PlanReport:
                 page_moves=moves,
                 seen_month=month,
             )
-            staging.add_plan(src.name, run_id, _rows(plan, previous))
+            staging.add_plan(src.name, run_id, _rows(plan, previous, current))
             staging.add_redirects(src.name, run_id, plan.key_redirects)
             staging.add_events(src.name, run_id, tally.add(plan, previous, gone_pages))
         staging.add_events(src.name, run_id, tally.gone(gone))
@@ -191,14 +191,16 @@ def gone_events(urls: Iterable[str]) -> list[ChangeEvent]:
     return [ChangeEvent(url, "gone", None, ()) for url in urls]
 
 
-def _rows(plan: Plan, previous: list[Section]) -> Iterator[PlanRow]:
+def _rows(plan: Plan, previous: list[Section], current: list[Section]) -> Iterator[PlanRow]:
     """The plan as staged rows: every current section with its action and settled date,
-    and every record to delete."""
+    and every record to delete. A payload update that keeps the indexed retrieval text
+    (a fuzzy-unchanged edit: the staged section holds the new one) is `fuzzy`: the commit
+    takes that text and its hashes from the manifest."""
     by_id = {s.id: s for s in previous}
+    staged_hash = {s.id: s.content_hash for s in current}
     action = {s.id: "new" for s in plan.new}
     action |= {s.id: "changed" for s in plan.changed}
-    action |= {s.id: "payload" for s in plan.payload}
-    action |= {f.id: "fuzzy" for f in plan.fuzzy}
+    action |= {s.id: "payload" if s.content_hash == staged_hash[s.id] else "fuzzy" for s in plan.payload}
     moved_from = {m.new.id: by_id[m.old_id] for m in plan.moved}
     for s in plan.current:
         old = moved_from.get(s.id)

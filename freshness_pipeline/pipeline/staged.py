@@ -8,15 +8,16 @@ segment: a re-index never drops a page for a bad minute) into the next index ver
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from ..adapters.state.staging import UPSERT_ACTIONS
+from ..adapters.state.staging import UPSERT_ACTIONS, PlanRow
 from ..core.models import Move, Plan, Section
 from .context import SourceContext
 from .planning import PlanReport
 
 CURRENT_ACTIONS = ("new", "changed", "moved", "payload", "unchanged", "fuzzy")
-TOUCHED_ACTIONS = (*UPSERT_ACTIONS, "payload", "removed")
+PAYLOAD_ACTIONS = ("payload", "fuzzy")  # fuzzy: new text, the indexed retrieval text kept
+TOUCHED_ACTIONS = (*UPSERT_ACTIONS, *PAYLOAD_ACTIONS, "removed")
 
 
 @dataclass
@@ -54,9 +55,27 @@ class StagedPlan:
             yield self.ctx.store.manifest.sections(self.ctx.name, self.errors)
 
     def payload(self) -> Iterator[list[Section]]:
+        """The payload updates (no re-index), each as its record will read."""
         if not self.reindex:
-            for batch in self.staging.planned(self.ctx.name, self.report.run_id, ["payload"]):
-                yield [s for _, s in batch if s is not None]
+            for batch in self.staging.planned(self.ctx.name, self.report.run_id, PAYLOAD_ACTIONS):
+                yield self._as_indexed(batch)
+
+    def _as_indexed(self, batch: list[tuple[PlanRow, Section | None]]) -> list[Section]:
+        """The batch's sections; a `fuzzy` one with the retrieval text, hash and simhash its
+        manifest row holds (what its vector was made from), as the plan compared it."""
+        kept = [row.id for row, s in batch if row.action == "fuzzy" and s is not None]
+        indexed = {s.id: s for s in self.ctx.store.manifest.by_id(self.ctx.name, kept)} if kept else {}
+        out: list[Section] = []
+        for row, s in batch:
+            if s is None:
+                continue
+            if row.action == "fuzzy":
+                old = indexed[row.id]
+                s = replace(
+                    s, embed_text=old.embed_text, content_hash=old.content_hash, simhash=old.simhash, tokens=old.tokens
+                )
+            out.append(s)
+        return out
 
     def deletes(self) -> Iterator[list[str]]:
         if not self.reindex:
@@ -87,13 +106,14 @@ class StagedPlan:
         else:
             for batch in self.staging.planned(src, self.report.run_id, TOUCHED_ACTIONS):
                 plan = Plan(source=src)
+                plan.payload = self._as_indexed([(row, s) for row, s in batch if row.action in PAYLOAD_ACTIONS])
                 for row, s in batch:
                     if row.action == "removed":
                         plan.removed.append(row.id)
                     elif row.action == "moved" and s is not None:
                         plan.moved.append(Move(old_id=row.old_id or "", new=s))
-                    elif s is not None:
-                        {"new": plan.new, "changed": plan.changed, "payload": plan.payload}[row.action].append(s)
+                    elif s is not None and row.action not in PAYLOAD_ACTIONS:
+                        {"new": plan.new, "changed": plan.changed}[row.action].append(s)
                 yield plan
         yield Plan(source=src, key_redirects=self.staging.redirects(src, self.report.run_id))
 

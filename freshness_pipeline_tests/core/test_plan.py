@@ -4,6 +4,7 @@ renames reuse instead of duplicating; empty content is never planned."""
 from __future__ import annotations
 
 import hashlib
+import random
 from dataclasses import replace
 
 import pytest
@@ -15,6 +16,7 @@ from freshness_pipeline.core.models import Plan, Section
 from freshness_pipeline.core.plan import pages_losing_records, plan_refresh
 from freshness_pipeline.core.segment import segment
 from freshness_pipeline_tests.counting import CountingStr
+from freshness_pipeline_tests.sitegen import paragraph
 
 URL = "http://docs.test/page"
 
@@ -74,9 +76,61 @@ def test_fuzzy_threshold_keeps_a_typo_fix_and_logs_the_words() -> None:
     old = sec("A", LONG + " the the end")
     new = sec("A", LONG + " the end")
     plan = plan_refresh("s", [old], [new], fuzzy_threshold=3)
-    assert plan.unchanged == [old.id] and plan.changed == []
+    assert plan.changed == [] and [s.id for s in plan.payload] == [old.id]
     assert plan.fuzzy[0].removed_words == ("the",)
     assert plan_refresh("s", [old], [new], fuzzy_threshold=0).changed == [new]
+
+
+def md_sec(markdown: str, *, as_of: str | None = None) -> Section:
+    (s,) = segment(URL, f"# Page\n\n{markdown}\n")
+    return replace(s, as_of=as_of)
+
+
+def test_a_fuzzy_edit_updates_the_text_and_keeps_the_embedded_retrieval_text() -> None:
+    """The reader sees the page's words at once (a payload update, no embedding); the
+    record keeps the retrieval text and hashes its vector was made from."""
+    old = md_sec(LONG + " It recieves a copy.", as_of="2026-03")
+    new = md_sec(LONG + " It receives a copy.")
+    plan = plan_refresh("s", [old], [new], fuzzy_threshold=3, seen_month="2026-05")
+    (kept,) = plan.payload
+    assert not plan.upserts and plan.unchanged == [] and len(plan.fuzzy) == 1
+    assert (kept.text, kept.as_of) == (new.text, "2026-05")
+    assert (kept.embed_text, kept.content_hash, kept.simhash) == (old.embed_text, old.content_hash, old.simhash)
+    # Indexed so, the same page again changes nothing, and is not logged as fuzzy again.
+    again = plan_refresh("s", [kept], [new], fuzzy_threshold=3, seen_month="2026-06")
+    assert again.unchanged == [old.id] and not (again.payload or again.upserts or again.fuzzy)
+    assert [s.as_of for s in again.current] == ["2026-05"]
+
+
+def test_small_edits_are_judged_against_the_embedded_text_and_cannot_add_up() -> None:
+    """Five typo fixes in a row, each forgiven against the text before it: judged against
+    the text that was embedded, the fifth is a change and re-embeds every fix."""
+    rng = random.Random(7)
+    text = f"{paragraph(rng, 150)} It recieves the fiel at teh adress, wich is kept. {paragraph(rng, 150)}"
+    fixes = [("recieves", "receives"), ("fiel", "file"), ("teh", "the"), ("adress", "address"), ("wich", "which")]
+    indexed, outcomes = md_sec(text), []
+    for typo, fix in fixes:
+        before, text = text, text.replace(typo, fix)
+        assert plan_refresh("s", [md_sec(before)], [md_sec(text)], fuzzy_threshold=3).fuzzy  # alone: forgiven
+        plan = plan_refresh("s", [indexed], [md_sec(text)], fuzzy_threshold=3)
+        outcomes.append("changed" if plan.changed else "fuzzy")
+        (indexed,) = plan.changed or plan.payload
+        assert indexed.text == md_sec(text).text  # the reader always sees the page's words
+    assert outcomes == ["fuzzy"] * 4 + ["changed"]
+    assert indexed.embed_text == md_sec(text).embed_text
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ('```\npip install "fastapi[standard]"\n```', '```\nuv add "fastapi[standard]"\n```'),
+        ("Then run `fastapi dev` in the project folder.", "Then run `uv run fastapi dev` in the project folder."),
+    ],
+)
+def test_any_edit_inside_code_is_a_change_whatever_the_distance(before: str, after: str) -> None:
+    old, new = md_sec(f"{LONG}\n\n{before}"), md_sec(f"{LONG}\n\n{after}")
+    plan = plan_refresh("s", [old], [new], fuzzy_threshold=64)
+    assert plan.changed == [new] and plan.fuzzy == []
 
 
 def test_fuzzy_never_hides_a_number() -> None:
@@ -167,7 +221,7 @@ def test_a_page_that_shrinks_leaves_no_stale_keys(page: Page, data: st.DataObjec
     for i in plan.deletes:
         del manifest[i]
     manifest.update({s.id: s.content_hash for s in plan.upserts})
-    # A fuzzy-unchanged section keeps its indexed record (and hash) on purpose.
+    # A fuzzy-unchanged section keeps its embedded retrieval text (and hash) on purpose.
     fuzzy = {f.id for f in plan.fuzzy}
     assert {i: h for i, h in manifest.items() if i not in fuzzy} == {
         s.id: s.content_hash for s in after if s.id not in fuzzy
