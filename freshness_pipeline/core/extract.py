@@ -15,11 +15,13 @@ import json
 import logging
 import re
 from collections.abc import Iterator
+from contextvars import ContextVar
 from copy import deepcopy
 from dataclasses import dataclass
 from datetime import datetime
 
 import trafilatura
+import trafilatura.main_extractor
 from htmldate.extractors import try_date_expr
 from lxml import etree
 from lxml.html import Element, HtmlElement
@@ -38,9 +40,33 @@ _PERMALINKS = etree.XPath(
 )
 # Below MIN_EXTRACTED_SIZE chars trafilatura swaps its result for a plain-text "baseline" dump
 # (no headings, one line per inline element). Short docs pages are normal here, and the text
-# is already restricted to <main>, so only an empty result may fall back.
-_CONFIG = use_config()
-_CONFIG.set("DEFAULT", "MIN_EXTRACTED_SIZE", "1")
+# is already restricted to <main>, so only an empty result may fall back (_BASELINE), and
+# only after `_headings_only` had its say (_NO_BASELINE tells that the result was empty).
+_BASELINE = use_config()
+_BASELINE.set("DEFAULT", "MIN_EXTRACTED_SIZE", "1")
+_NO_BASELINE = use_config()
+_NO_BASELINE.set("DEFAULT", "MIN_EXTRACTED_SIZE", "0")
+_HEADINGS = etree.XPath("//h1|//h2|//h3|//h4|//h5|//h6")
+
+# trafilatura deletes short lists whose text is mostly links, or mostly short links, as
+# boilerplate (`delete_by_link_density(tree, "list")`): release notes ("Fix X. #123 by
+# @user"), "see also" and third-party package lists. It has no option for it, so the list
+# pass is skipped while a page cut down to its <main> is extracted: navigation is already
+# gone, and what is left in a list is content. A context variable, not a flag: extraction
+# may run in threads.
+_KEEP_LISTS: ContextVar[bool] = ContextVar("keep_link_dense_lists", default=False)
+_library_delete_by_link_density = trafilatura.main_extractor.delete_by_link_density
+
+
+def _delete_by_link_density(
+    subtree: HtmlElement, tagname: str, backtracking: bool = False, favor_precision: bool = False
+) -> HtmlElement:
+    if tagname == "list" and _KEEP_LISTS.get():
+        return subtree
+    return _library_delete_by_link_density(subtree, tagname, backtracking, favor_precision)
+
+
+trafilatura.main_extractor.delete_by_link_density = _delete_by_link_density
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,17 +91,12 @@ def extract(html: str, url: str) -> Extracted:
         tree.resolve_base_href(handle_failures="ignore")
         tree.make_links_absolute(url, resolve_base_href=False, handle_failures="ignore")
         title = extract_title(tree)
-        markdown = trafilatura.extract(
-            _content_root(tree),
-            output_format="markdown",
-            include_formatting=True,
-            include_links=True,
-            include_tables=True,
-            include_images=False,
-            include_comments=False,
-            fast=True,
-            config=_CONFIG,
-        )
+        root, is_main = _content_root(tree)
+        token = _KEEP_LISTS.set(is_main)
+        try:
+            markdown = _markdown(root, _NO_BASELINE) or _headings_only(root) or _markdown(root, _BASELINE)
+        finally:
+            _KEEP_LISTS.reset(token)
     except Exception:  # trafilatura and lxml raise many kinds of errors on broken markup
         logger.warning("extraction failed for %s", url, exc_info=True)
         return Extracted("")
@@ -134,6 +155,36 @@ def _json_ld_dates(tree: HtmlElement) -> Iterator[tuple[str, object]]:
                 stack[:0] = [v for v in node.values() if isinstance(v, (dict, list))]
 
 
+def _markdown(root: HtmlElement, config: object) -> str:
+    return (
+        trafilatura.extract(
+            root,
+            output_format="markdown",
+            include_formatting=True,
+            include_links=True,
+            include_tables=True,
+            include_images=False,
+            include_comments=False,
+            fast=True,
+            config=config,
+        )
+        or ""
+    )
+
+
+def _headings_only(root: HtmlElement) -> str:
+    """The headings of a page whose only text they are (a title above a form or an
+    embed), as markdown headings: what trafilatura keeps of the same headings once any
+    paragraph stands under them. Its plain-text fallback would write them as one
+    paragraph with the form's button labels, so a redeploy adding a line that the noise
+    rules strip (a "Last updated" date) would turn the page into another text."""
+    lines = []
+    for h in _HEADINGS(root):
+        if text := " ".join(h.text_content().split()):
+            lines.append(f"{'#' * int(h.tag[1])} {text}")
+    return "\n\n".join(lines)
+
+
 _TRAILING_FENCE = re.compile(r"(.*\S)[ \t]*```[ \t]*")
 
 
@@ -154,11 +205,14 @@ def _own_line_fences(markdown: str) -> str:
     return "\n".join(out)
 
 
-def _content_root(tree: HtmlElement) -> HtmlElement:
-    """A copy of the page cut down to its `<main>` (or its only `<article>`).
+def _content_root(tree: HtmlElement) -> tuple[HtmlElement, bool]:
+    """A copy of the page cut down to its `<main>` (or its only `<article>`), and whether
+    it was.
 
     On short docs pages the sidebar can outweigh the article and trafilatura then keeps the
-    navigation; handing it only the main element avoids that.
+    navigation; handing it only the main element avoids that. A `<details>` block's
+    `<summary>` becomes a paragraph: trafilatura makes it a heading, which would re-parent
+    every heading after it, so adding or removing a collapsible block would change keys.
     """
     main = tree.find(".//main")
     if main is None:
@@ -169,4 +223,6 @@ def _content_root(tree: HtmlElement) -> HtmlElement:
     else:
         root = Element("html")
         etree.SubElement(root, "body").append(deepcopy(main))
-    return root
+    for el in root.iter("summary", "details"):
+        el.tag = "p" if el.tag == "summary" else "div"
+    return root, main is not None

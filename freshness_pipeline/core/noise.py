@@ -17,6 +17,8 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from urllib.parse import urljoin
 
+from markdown_it import MarkdownIt
+
 from freshness_pipeline.core.urls import strip_tracking
 
 __all__ = [
@@ -31,7 +33,9 @@ __all__ = [
 ]
 
 # 2: page dates are only the declared ones (core/extract.py): every page is extracted again.
-NORMALIZER_VERSION = "2"
+# 3: link-dense lists kept, <summary> a paragraph, heading-only pages as headings
+# (core/extract.py); unneeded escapes removed; a blank line around code blocks.
+NORMALIZER_VERSION = "3"
 
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t].*)?")
@@ -92,6 +96,40 @@ def split_blocks(markdown: str) -> list[str]:
             current.append(line)
     flush()
     return blocks
+
+
+def _blank_lines_around_code(markdown: str) -> str:
+    """A blank line before every fenced code block and after it. `split_blocks` makes each
+    one a block of its own, and a section's text joins its blocks with a blank line: the
+    page's text must hold every section's text as written, for its citation offsets."""
+    out: list[str] = []
+    in_block = after_block = False
+    for line, code, closes in _lines(markdown):
+        if (code and not in_block or after_block) and line.strip() and out and out[-1].strip():
+            out.append("")
+        out.append(line)
+        in_block, after_block = code and not closes, closes
+    return "\n".join(out)
+
+
+def _map_prose_blocks(markdown: str, fn: Callable[[str], str]) -> str:
+    """Apply `fn` to every block of consecutive non-blank lines outside fenced code."""
+    out: list[str] = []
+    block: list[str] = []
+
+    def flush() -> None:
+        if block:
+            out.extend(fn("\n".join(block)).split("\n"))
+            block.clear()
+
+    for line, code, _ in _lines(markdown):
+        if code or not line.strip():
+            flush()
+            out.append(line)
+        else:
+            block.append(line)
+    flush()
+    return "\n".join(out)
 
 
 def _map_prose(markdown: str, fn: Callable[[str], str | None]) -> str:
@@ -186,25 +224,63 @@ def _build_stamp(markdown: str, url: str) -> str:
     return _map_prose(markdown, line)
 
 
-_ESCAPE = re.compile(r"\\([_*`])")
+# A backslash before ASCII punctuation: a markdown escape (CommonMark 2.4).
+_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 _CODE_SPAN = re.compile(r"(`+).+?\1")
+_RENDER = MarkdownIt("commonmark", {"html": True}).enable("table")
+_MAX_TRIES = 20  # escapes of one character tried one by one; past them, the rest are kept
+# Delimiters that pair up (emphasis, strikethrough, code, links): one of a pair going would
+# leave the other needed (`*all\\*`), so they go all at once or not at all.
+_PAIRED = ("*", "_", "~", "`", "[]", "()")
 
 
 def _escapes(markdown: str, url: str) -> str:
-    """trafilatura escapes `_`, `*` and backticks in prose (`max\\_retries`): undo it,
-    outside code spans."""
+    """The backslash escapes markdown does not need (trafilatura escapes every `_`, `*`,
+    `[`, `]`, `<`, `~` ... in prose: `acme-widgets\\[postgres\\]`): an escape goes when the
+    block renders the same without it, so an escape that keeps `*literal*` from being
+    emphasis, or a `|` inside a table cell, stays, and code spans (whose backslashes are
+    literal) never change. Each block (blank-line separated, outside fenced code) is
+    judged as a whole, the escapes of one character at once, else one at a time (bar
+    delimiters that pair up: those all at once or not at all)."""
+    return _map_prose_blocks(markdown, _unneeded_escapes_removed)
 
-    def line(text: str) -> str:
-        if "\\" not in text:
-            return text
-        out, pos = [], 0
-        for m in _CODE_SPAN.finditer(text):
-            out += [_ESCAPE.sub(r"\1", text[pos : m.start()]), m.group()]
-            pos = m.end()
-        out.append(_ESCAPE.sub(r"\1", text[pos:]))
-        return "".join(out)
 
-    return _map_prose(markdown, line)
+def _escape_positions(block: str, chars: str) -> list[int]:
+    """Where `block` escapes one of `chars`, outside code spans."""
+    spans = [m.span() for m in _CODE_SPAN.finditer(block)]
+    return [
+        m.start()
+        for m in _ESCAPE.finditer(block)
+        if m.group(1) in chars and not any(a <= m.start() < b for a, b in spans)
+    ]
+
+
+def _without(block: str, positions: list[int]) -> str:
+    for at in sorted(positions, reverse=True):
+        block = block[:at] + block[at + 1 :]
+    return block
+
+
+def _unneeded_escapes_removed(block: str) -> str:
+    if "\\" not in block:
+        return block
+    rendered = _RENDER.render(block)
+    found = dict.fromkeys(m.group(1) for m in _ESCAPE.finditer(block))
+    classes = [c for c in _PAIRED if any(ch in found for ch in c)]
+    classes += [ch for ch in found if not any(ch in c for c in _PAIRED)]
+    for chars in classes:
+        at = _escape_positions(block, chars)
+        if not at:
+            continue
+        candidate = _without(block, at)
+        if _RENDER.render(candidate) == rendered:
+            block = candidate
+        elif chars not in _PAIRED:
+            for i in reversed(at[:_MAX_TRIES]):  # one at a time, from the end: no index moves
+                candidate = _without(block, [i])
+                if _RENDER.render(candidate) == rendered:
+                    block = candidate
+    return block
 
 
 # `[text](target "title")` and `<https://autolink>`
@@ -321,9 +397,10 @@ def normalize(
 ) -> str:
     """`markdown` with every rule not in `disabled` applied and the template blocks removed.
 
-    Line ends become LF first, whatever the rules.
+    Line ends become LF first, and code blocks stand apart from the text around them
+    (a blank line before and after), whatever the rules.
     """
-    markdown = markdown.replace("\r\n", "\n").replace("\r", "\n")
+    markdown = _blank_lines_around_code(markdown.replace("\r\n", "\n").replace("\r", "\n"))
     unknown = sorted(set(disabled) - RULES.keys())
     if unknown:
         raise ValueError(f"unknown noise rule(s): {', '.join(unknown)}; known: {', '.join(RULES)}")

@@ -26,7 +26,8 @@ __all__ = ["CHUNKER_VERSION", "TokenCount", "heading_text", "section_key", "segm
 # Bump whenever keys, chunk boundaries or embed texts would come out differently.
 # 2: embed text is the retrieval text (no "as of" header, links or markup); the budget is
 # counted on it, heading path included, with the embedder's tokenizer.
-CHUNKER_VERSION = "2"
+# 3: a page whose only text is its headings is one section of them.
+CHUNKER_VERSION = "3"
 
 TokenCount = Callable[[str], int]  # tokens of a text, as the embedder will count them
 
@@ -54,7 +55,21 @@ def section_key(url: str, heading_path: tuple[str, ...]) -> str:
     return hashlib.sha1(f"{url}#{' > '.join(heading_path)}".encode()).hexdigest()
 
 
-def _sections(markdown: str) -> Iterator[tuple[tuple[str, ...], list[str]]]:
+def _headings_only(markdown: str) -> list[tuple[tuple[str, ...], list[str]]]:
+    """A page whose only text is its headings (a title above a form or an embed) is one
+    section of those headings at the page's root: it stays findable by its title, and a
+    line the noise rules strip (a "Last updated" date) cannot make it lose its record."""
+    headings = [b for b in split_blocks(markdown) if is_heading(b) and heading_text(b)]
+    return [((), headings)] if headings else []
+
+
+def _sections(markdown: str) -> list[tuple[tuple[str, ...], list[str]]]:
+    """(heading path, body blocks) in document order, the text before any heading first;
+    only sections with a body."""
+    return [(path, blocks) for path, blocks in _all_sections(markdown) if any(b.strip() for b in blocks)]
+
+
+def _all_sections(markdown: str) -> Iterator[tuple[tuple[str, ...], list[str]]]:
     """(heading path, body blocks) in document order, the text before any heading first.
 
     The n-th occurrence of a heading path gets " [n]" on its last part. Paths are built from
@@ -215,7 +230,7 @@ def segment(
     count = count or tiktoken_counter(encoding)
     out: list[Section] = []
     ordinal = 0
-    for path, blocks in _sections(markdown):
+    for path, blocks in _sections(markdown) or _headings_only(markdown):
         blocks = [b for b in blocks if b.strip()]
         if not blocks:
             continue

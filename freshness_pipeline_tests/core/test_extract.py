@@ -106,3 +106,56 @@ def test_multiline_inline_code_becomes_a_closed_code_block() -> None:
     md = extract(html, URL).markdown
     assert 'Send the header:\n```\nContent-Disposition: form-data;\nname="user"\n```\n' in md
     assert md.endswith("Last paragraph.")
+
+
+def _page(body: str) -> str:
+    return f"<html><head><title>T</title></head><body><nav><ul>{NAV}</ul></nav><main>{body}</main></body></html>"
+
+
+def test_short_link_dense_list_items_are_kept() -> None:
+    """Release notes: one-line entries that are mostly short links are content, not a menu."""
+    items = "".join(
+        f'<li>Fix {what}. PR <a href="https://github.com/o/r/pull/{n}">#{n}</a> by <a href="https://github.com/u{n}">@u{n}</a>.</li>'
+        for n, what in ((123, "the retry loop"), (124, "a typo"))
+    )
+    packages = (
+        '<ul><li><a href="https://a.example/">Ariadne</a></li><li><a href="https://s.example/">Strawberry</a></li></ul>'
+    )
+    md = extract(
+        _page(f"<h1>Release notes</h1><h2>0.115.0</h2><ul>{items}</ul><h2>See also</h2>{packages}"), URL
+    ).markdown
+    assert "- Fix the retry loop. PR [#123](https://github.com/o/r/pull/123) by [@u123](https://github.com/u123)." in md
+    assert "- Fix a typo. PR [#124]" in md
+    assert "- [Ariadne](https://a.example/)" in md and "- [Strawberry](https://s.example/)" in md
+
+
+def test_a_page_without_main_still_drops_link_dense_menus() -> None:
+    """Without a <main> to cut to, trafilatura's link-density test still tells menus apart."""
+    body = f"<ul>{NAV}</ul><h1>Install</h1><p>{'Install the tool with the installer of your system. ' * 5}</p>"
+    md = extract(f"<html><body>{body}</body></html>", URL).markdown
+    assert "Navigation entry" not in md and "Install the tool" in md
+
+
+def test_a_collapsible_block_is_not_a_heading() -> None:
+    """`<details><summary>` adds a paragraph, never a heading that would re-parent the
+    headings after it (their keys would change when the block is added or removed)."""
+    tail = "<h3>Sub</h3><p>Text under the sub heading.</p><h2>Next</h2><p>Next text.</p>"
+    head = "<h1>Guide</h1><h2>Install</h2><p>Install it with pip.</p>"
+    details = "<details><summary>Technical details</summary><p>Hidden explanation.</p></details>"
+    plain = extract(_page(head + tail), URL).markdown
+    folded = extract(_page(head + details + tail), URL).markdown
+    headings = [line for line in plain.split("\n") if line.startswith("#")]
+    assert [line for line in folded.split("\n") if line.startswith("#")] == headings
+    assert "Technical details\n\nHidden explanation." in folded
+
+
+@pytest.mark.parametrize(
+    "form", ["<form><input name='q'><button>Send</button></form>", "<iframe src='x'></iframe>", ""]
+)
+def test_a_page_of_headings_only_keeps_them_as_headings(form: str) -> None:
+    """The same markdown whether or not a line the noise rules strip stands under the
+    title: a redeploy adding "Last updated: <date>" changes nothing."""
+    bare = extract(_page(f"<h1>Contact us</h1>{form}"), URL).markdown
+    stamped = extract(_page(f"<h1>Contact us</h1><p>Last updated: June 3, 2026</p>{form}"), URL).markdown
+    assert bare == "# Contact us"
+    assert stamped == "# Contact us\n\nLast updated: June 3, 2026"

@@ -80,10 +80,26 @@ def test_build_stamp() -> None:
 
 
 def test_escapes() -> None:
-    escaped = r"Set max\_retries to \*all\* and use `a\_b`."
-    assert rule("escapes", escaped) == r"Set max_retries to *all* and use `a\_b`."
+    escaped = r"Set max\_retries to a\*b and use `a\_b`."
+    assert rule("escapes", escaped) == r"Set max_retries to a*b and use `a\_b`."
+    # Literal stars around a word: without their escapes they would be emphasis.
+    assert rule("escapes", r"Set it to \*all\*.") == r"Set it to \*all\*."
     assert rule("escapes", "```\nx = a\\_b\n```") == "```\nx = a\\_b\n```"
     assert rule("escapes", r"\# not a heading") == r"\# not a heading"
+
+
+@pytest.mark.parametrize(
+    ("escaped", "clean"),
+    [
+        (r"pip install acme-widgets\[postgres\] now", "pip install acme-widgets[postgres] now"),
+        (r"a \<tag> stays, a\~b and 1\. and \(x\) go", r"a \<tag> stays, a~b and 1. and (x) go"),
+        (r"\[x\](y) would be a link", r"\[x\](y) would be a link"),
+        ("| a | b |\n|---|---|\n| x\\[1\\] | a\\|b |", "| a | b |\n|---|---|\n| x[1] | a\\|b |"),
+        (r"`a\[b\]` is code", r"`a\[b\]` is code"),
+    ],
+)
+def test_only_the_escapes_markdown_needs_stay(escaped: str, clean: str) -> None:
+    assert rule("escapes", escaped) == clean
 
 
 def test_tracking_params() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from freshness_pipeline.core.extract import extract
+from freshness_pipeline.core.noise import normalize
 from freshness_pipeline.core.retrieval import plain_text, retrieval_text
 from freshness_pipeline.core.segment import segment
 
@@ -45,3 +47,19 @@ def test_a_link_target_edit_keeps_the_hash_a_word_edit_changes_it() -> None:
     assert a.content_hash == b.content_hash != c.content_hash
     assert a.payload_hash != b.payload_hash
     assert b.text == "Read [the guide](https://d.test/new) first."  # the payload keeps the link
+
+
+def test_no_escape_reaches_the_retrieval_text() -> None:
+    """What trafilatura escapes (`[`, `*`, `_`, `<`, `|` in a table) reads as the page
+    says, in the stored markdown where markdown allows it and always in the retrieval text."""
+    html = (
+        "<html><body><main><h1>Install acme-widgets[postgres]</h1>"
+        "<p>Run pip install acme-widgets[postgres] &lt;tag&gt; a*b x_y *literal* ~z~ (x) {y}.</p>"
+        "<table><tr><th>a</th><th>b</th></tr><tr><td>x[1]</td><td>a|b</td></tr></table></main></body></html>"
+    )
+    url = "https://docs.example.com/install/"
+    markdown = normalize(extract(html, url).markdown, url=url)
+    assert "acme-widgets[postgres] " in markdown and "# Install acme-widgets[postgres]" in markdown
+    for s in segment(url, markdown):
+        assert "\\" not in s.embed_text and "\\" not in s.heading, s.embed_text
+        assert "acme-widgets[postgres] <tag> a*b x_y *literal* ~z~ (x) {y}" in s.embed_text

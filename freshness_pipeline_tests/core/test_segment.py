@@ -7,6 +7,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from freshness_pipeline.core.fingerprint import content_hash
+from freshness_pipeline.core.noise import normalize
 from freshness_pipeline.core.segment import heading_text, section_key, segment, tiktoken_counter
 from freshness_pipeline_tests.core.pages import VOCAB, Page, Sec, pages, paragraphs, words
 
@@ -115,7 +116,10 @@ def test_a_shrinking_page_makes_no_new_keys(page: Page, data: st.DataObject) -> 
             kept.append(Sec(sec.level, sec.heading, sec.paragraphs[:n]))
     shrunk = Page(page.title, page.preamble, tuple(kept))
     fresh = _segment(shrunk)
-    assert {s.key for s in fresh} <= {s.key for s in _segment(page)}
+    if page.preamble or any(sec.paragraphs for sec in kept):
+        assert {s.key for s in fresh} <= {s.key for s in _segment(page)}
+    else:  # only headings left: one section of them at the page's root
+        assert [(s.heading_path, s.text.split("\n\n")[0]) for s in fresh] == [((), f"# {page.title}")]
     assert fresh == _segment(shrunk)
 
 
@@ -196,3 +200,21 @@ def test_budget_must_fit_a_character() -> None:
 
 def test_heading_with_empty_body_makes_no_section() -> None:
     assert [s.heading_path for s in segment(URL, "# A\n\n## B\n\ntext\n\n## C\n")] == [("A", "B")]
+
+
+def test_a_page_of_headings_only_is_one_section_of_them() -> None:
+    """A title above a form: findable by its title, and citable (its text is the page's)."""
+    markdown = "# Contact us\n\n## Write to us"
+    (only,) = segment(URL, markdown)
+    assert (only.heading_path, only.text, only.embed_text) == ((), markdown, "Contact us\nWrite to us")
+    # Any body text makes the usual sections, the headings-only one goes.
+    assert [s.heading_path for s in segment(URL, markdown + "\n\nA line.")] == [("Contact us", "Write to us")]
+
+
+def test_every_section_text_is_found_in_the_page_text() -> None:
+    """Citation offsets: a code fence tight against the prose around it (as extraction
+    writes it) is set apart by normalization, as the segmenter joins blocks."""
+    page = normalize("# A\n\nRun:\n```\npip install x\n```\nThen this.\n```\ny\n```\n## B\n\nMore.", url=URL)
+    sections = segment(URL, page)
+    assert len(sections) == 2
+    assert all(page.find(s.text) >= 0 for s in sections), (page, [s.text for s in sections])

@@ -73,7 +73,7 @@ def test_batched_planning_equals_one_plan_over_every_page(tmp_path: Path, monkey
     whole = plan_refresh("docs", previous, current, page_moves={BASE + "/a": BASE + "/b"}, seen_month="2026-01")
     assert whole.moved and whole.key_redirects and whole.changed  # the case pairs across pages
     staged = {(r.id, r.action, r.old_id) for batch in staging.planned("docs", "r1", ACTIONS) for r, _ in batch}
-    want = {(r.id, r.action, r.old_id) for r in planning._rows(whole, previous)}
+    want = {(r.id, r.action, r.old_id) for r in planning._rows(whole, previous, current)}
     assert staged == want
     assert staging.redirects("docs", "r1") == sorted(whole.key_redirects)
     assert (report.counts["moved"], report.counts["new"]) == (len(whole.moved), len(whole.new))
