@@ -15,6 +15,7 @@ import json
 import logging
 import re
 from collections.abc import Iterator
+from configparser import ConfigParser
 from contextvars import ContextVar
 from copy import deepcopy
 from dataclasses import dataclass
@@ -155,7 +156,7 @@ def _json_ld_dates(tree: HtmlElement) -> Iterator[tuple[str, object]]:
                 stack[:0] = [v for v in node.values() if isinstance(v, (dict, list))]
 
 
-def _markdown(root: HtmlElement, config: object) -> str:
+def _markdown(root: HtmlElement, config: ConfigParser) -> str:
     return (
         trafilatura.extract(
             root,
