@@ -1,0 +1,78 @@
+"""What the text core makes a docs history cost: `python -m bench.replay_texts`.
+
+For each shipped corpus (`../shared/corpora`, or `$FRESHNESS_CORPORA`) and each embedder's
+chunking (`local`: the default model's 256-wordpiece window; `hashing`: 400 cl100k
+tokens), the clean pages of every revision go through extract -> normalize -> segment
+(the corpus replay's oracle), and each revision step counts the retrieval texts never seen
+before: what `freshness run` embeds with `fuzzy_threshold: 0` (the corpus replay asserts
+that it embeds exactly these). A change to extraction, the noise rules or the segmenter
+shows here as sections and texts gained or lost, in seconds and without Dagster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from freshness_pipeline.adapters.embedders.tokenizer import tokenizer_for
+from freshness_pipeline.config import ChunkPolicy, EmbedderConfig
+from freshness_pipeline.core.extract import extract
+from freshness_pipeline.core.noise import normalize
+from freshness_pipeline.core.segment import segment
+from freshness_pipeline.core.urls import normalize_url
+from freshness_pipeline.demo.render import page_path, render, title_of
+from freshness_pipeline_tests.corpus.corpora import CORPORA, corpora_root, first_seen, load_revisions
+
+BASE = "http://127.0.0.1:1/"
+
+
+def replay(corpus: str, provider: str) -> list[tuple[int, int, int]]:
+    """(sections, new texts, their characters) per revision, r0 first."""
+    spec = tokenizer_for(EmbedderConfig(provider=provider), ChunkPolicy())
+    count = spec.counter()
+    revisions = load_revisions(corpora_root() / corpus)
+    dates = first_seen(revisions)
+    pages: dict[tuple[str, str], dict[str, str]] = {}  # (path, markdown) -> hash -> retrieval text
+    seen: set[str] = set()
+    out = []
+    for rev in revisions:
+        texts: dict[str, str] = {}
+        sections = 0
+        for rel, source in rev.docs.items():
+            if (rel, source) not in pages:
+                url = normalize_url(BASE + page_path(rel))
+                page = extract(render(source, title=title_of(source, rel), nav={}, date=dates[rel]), url)
+                markdown = normalize(page.markdown, url=url)
+                made = segment(url, markdown, budget=spec.budget, count=count)
+                pages[(rel, source)] = {s.content_hash: s.embed_text for s in made}
+                sections += len(made)
+            else:
+                sections += len(pages[(rel, source)])
+            texts |= pages[(rel, source)]
+        new = {h: t for h, t in texts.items() if h not in seen}
+        out.append((sections, len(new), sum(len(t) for t in new.values())))
+        seen |= texts.keys()
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.replay_texts", description=__doc__.split("\n\n")[0])
+    p.add_argument("--corpus", choices=CORPORA, action="append", help="default: every corpus")
+    args = p.parse_args(argv)
+    started = time.perf_counter()
+    print("| corpus | chunking | sections at r9 | r0 texts / chars | r1..r9 texts / chars | texts per step r1..r9 |")
+    print("| --- | --- | ---: | ---: | ---: | --- |")
+    for corpus in args.corpus or CORPORA:
+        for provider in ("local", "hashing"):
+            rows = replay(corpus, provider)
+            steps = rows[1:]
+            print(
+                f"| {corpus} | {provider} | {rows[-1][0]} | {rows[0][1]} / {rows[0][2]:,} "
+                f"| {sum(r[1] for r in steps)} / {sum(r[2] for r in steps):,} | {', '.join(str(r[1]) for r in steps)} |"
+            )
+    print(f"({time.perf_counter() - started:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
