@@ -27,13 +27,27 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .config import ConfigError, Settings, load_settings, sources_path
+from .core.alerts import alert_reasons
+from .core.run_counts import PAGES, counts_text, run_line
 
 if TYPE_CHECKING:
     from .adapters.webhooks import Delivery
     from .pipeline.reconcile import ReconcileReport
     from .pipeline.search import Result as Hit
 
-__all__ = ["ConfigError", "HomeNotFound", "Hit", "Index", "open_index", "reported_errors"]
+__all__ = [
+    "PAGES",
+    "ConfigError",
+    "HomeNotFound",
+    "Hit",
+    "Index",
+    "alert_reasons",
+    "counts_text",
+    "history_rows",
+    "open_index",
+    "reported_errors",
+    "run_line",
+]
 
 Tier = Literal["hot", "warm", "cold"]
 HOME_ENV = "DAGSTER_HOME"
@@ -49,6 +63,16 @@ def reported_errors() -> tuple[type[Exception], ...]:
     from .pipeline.errors import REPORTED
 
     return REPORTED
+
+
+def history_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A status row's `freshness_history` as people read it (UTC times, hours, rounded)."""
+    import pandas as pd
+
+    from .pipeline.history import history_table
+
+    frame = history_table(pd.DataFrame(rows))
+    return frame.astype(object).where(frame.notna(), None).to_dict("records")
 
 
 def open_index(

@@ -16,9 +16,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from ..api import PAGES, alert_reasons, counts_text, history_rows, run_line
 from ..config import CheckPolicy
-from ..core.alerts import alert_reasons
-from ..core.run_counts import PAGES, counts_text, run_line
 
 SHOWN_ERRORS = 10
 EXPLANATION = 60  # characters: a page error this long is an explanation, not a status
@@ -148,14 +147,10 @@ def _print_freshness(r: dict[str, Any], checks: CheckPolicy) -> None:
 
 def _print_history(rows: list[dict[str, Any]]) -> None:
     """The last five measurements, as a table."""
-    import pandas as pd
-
-    from ..pipeline.history import history_table
-
-    frame = history_table(pd.DataFrame(rows)).tail(5)
-    table = _table(*map(str, frame.columns))
-    for values in frame.itertuples(index=False):
-        table.add_row(*("-" if pd.isna(v) else str(v) for v in values))
+    shown = history_rows(rows)[-5:]
+    table = _table(*(map(str, shown[0]) if shown else ()))
+    for row in shown:
+        table.add_row(*("-" if v is None else str(v) for v in row.values()))
     console().print(Padding(table, (0, 0, 0, 4), expand=False))
 
 
