@@ -99,7 +99,9 @@ class FetchPolicy(_Strict):
     obey_robots: bool = True
     max_redirects: Small = 5
     max_bytes: Count = 5_000_000
-    missing_after: Count = 3  # consecutive misses before a known page is declared gone
+    # Crawls in a row a known page may be unlisted and unanswered before it is gone; an
+    # unlisted page that still answers 200 is never gone (core/lifecycle.py).
+    missing_after: Count = 3
     max_gone_share: Share = 0.5  # more live pages than this gone in one crawl: an outage, held
     soft_404_min_chars: NonNegInt = 200  # a page that had more text and drops under this is flagged
     keep_query_params: list[str] = Field(default_factory=list)  # e.g. ["version"]
