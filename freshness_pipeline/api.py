@@ -67,12 +67,9 @@ def reported_errors() -> tuple[type[Exception], ...]:
 
 def history_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A status row's `freshness_history` as people read it (UTC times, hours, rounded)."""
-    import pandas as pd
+    from .pipeline.history import history_rows as readable
 
-    from .pipeline.history import history_table
-
-    frame = history_table(pd.DataFrame(rows))
-    return frame.astype(object).where(frame.notna(), None).to_dict("records")
+    return readable(rows)
 
 
 def open_index(

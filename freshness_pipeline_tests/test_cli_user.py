@@ -244,3 +244,26 @@ def test_search_does_not_load_dagster(dagster_home: Path) -> None:
     env = {**os.environ, "DAGSTER_HOME": str(dagster_home)}
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
+
+
+def test_status_loads_neither_pandas_nor_the_crawl(dagster_home: Path) -> None:
+    """A cold `freshness status` pays for what it reads: the state store, not pandas (the
+    history is rows), trafilatura or the worker pool of the crawl. (The first status after a
+    run reads the vector store, which imports pandas through lancedb, to compare it with the
+    manifest; later ones remember that comparison while neither side changed.)"""
+    with DocsSite() as site:
+        path = str(write_sources(dagster_home / "sources.yaml", site.sitemap_url))
+        site.publish(generate(2, sections_per_page=2, seed=3).markdown())
+        cli("run", "--sources", path)  # a measurement, so that status prints its history table
+    cli("status", "--sources", path)
+    probe = (
+        "import sys\n"
+        "from freshness_pipeline.cli import main\n"
+        f"code = main(['status', '--sources', {path!r}])\n"
+        "heavy = ('dagster', 'pandas', 'trafilatura', 'concurrent.futures.process')\n"
+        "print(sorted(m for m in heavy if m in sys.modules), code, file=sys.stderr)\n"
+    )
+    env = {**os.environ, "DAGSTER_HOME": str(dagster_home)}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=300)
+    assert done.stderr.strip().splitlines()[-1] == "[] 0", done.stderr
+    assert "measured_at" in done.stdout and "freshness score" in done.stdout, done.stdout

@@ -18,7 +18,6 @@ from typing import Any
 from ..config import Settings
 from .attempts import not_refreshed
 from .context import SourceContext
-from .metrics import freshness_status
 from .reconcile import compare
 
 FLAPPING_MIN_RUNS = 3  # re-embedded in at least this many runs of the last week ...
@@ -69,6 +68,32 @@ def source_status(settings: Settings, name: str, *, recent_runs: int = 10) -> di
         )
     finally:
         ctx.close()
+
+
+def freshness_status(ctx: SourceContext) -> dict[str, Any]:
+    """The metrics part of `freshness status`: the latest measurement (with its fetch error
+    share beside the score) and its history, the golden-set queries and sections missing run
+    after run (probable chunking problems), a pending re-index request, and the citation
+    resolution rate of the last 30 days."""
+    metrics = ctx.store.metrics
+    history = metrics.history_rows(ctx.name)
+    latest = history[-1] if history else None
+    keys = metrics.cited_keys(ctx.name)
+    manifest = ctx.store.manifest
+    resolved = sum(1 for k in keys if manifest.by_key(ctx.name, manifest.resolve_key(ctx.name, k)[0]))
+    return {
+        "freshness": latest
+        and {
+            **latest,
+            "error_share": (latest["details"] or {}).get("error_share"),  # None: measured before it was
+            "alert": latest["score"] < ctx.source.checks.freshness_alert,
+        },
+        "freshness_history": history,
+        "chunking_problems": metrics.chronic_misses(ctx.name, ctx.source.checks.golden_miss_runs),
+        "reindex_requested": (metrics.pending_reindex(ctx.name) or {}).get("reason"),
+        "citations": {"keys": len(keys), "resolved": resolved, "rate": resolved / len(keys) if keys else None},
+        "webhooks": [{**metrics.cursor(h.url), "backlog": metrics.backlog(h.url)} for h in ctx.settings.webhooks],
+    }
 
 
 def json_safe(value: Any) -> Any:
