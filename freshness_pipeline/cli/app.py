@@ -32,7 +32,7 @@ LAUNCH_VALUES = ("launch", "in-process")  # $FRESHNESS_LAUNCH (defs/runner.py; u
 class _Command(typer.core.TyperCommand):
     """A command whose usage line names its arguments plainly (`QUERY`, not `{query}`)."""
 
-    def collect_usage_pieces(self, ctx: typer.Context) -> list[str]:
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:  # typer's own click Context
         pieces = [self.options_metavar] if self.options_metavar else []
         for param in self.get_params(ctx):
             if param.param_type_name == "argument":
