@@ -85,8 +85,9 @@ def open_index(
     root = Path(chosen).expanduser().resolve()
     if not root.is_dir() and not create:
         why = "is not a folder" if root.exists() else "does not exist"
+        named = "$DAGSTER_HOME" if home is not None or os.environ.get(HOME_ENV) else "$DAGSTER_HOME is not set"
         raise HomeNotFound(
-            f"the state folder {root} {why} ($DAGSTER_HOME); nothing is indexed there. "
+            f"the state folder {root} {why} ({named}); nothing is indexed there. "
             "Check the path, or run `freshness run` to make it"
         )
     path = sources_path(sources).expanduser().resolve()

@@ -169,6 +169,13 @@ def test_help_is_written_for_users(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--allow-spike" in run and "[default: 90]" in weak
 
 
+def test_the_command_alone_prints_the_help_not_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main([])
+    out, err = capsys.readouterr()
+    assert out.startswith("Usage: freshness [OPTIONS] COMMAND") and err == ""
+
+
 def test_version_is_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
     from importlib.metadata import version
 

@@ -32,7 +32,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return done.exit_code
     except typer.TyperException as exc:  # a usage error: an unknown option, a bad value
         where, message = getattr(exc, "ctx", None), exc.format_message()
-        if message:  # none when the help was shown instead (`freshness` alone)
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `freshness` alone: the help, not an error
+            print(message)
+        elif message:
             print(f"error: {message.replace('Value error, ', '')}", file=sys.stderr)
             if where is not None:
                 print(f"Try '{where.command_path} --help' for help.", file=sys.stderr)
