@@ -97,8 +97,14 @@ def _top(
 
 def _index(ctx: typer.Context, sources: str | None, *, create: bool = False) -> api.Index:
     """The index of $DAGSTER_HOME for the sources file given after the command, else before
-    it. Only the commands that write (`run`, `migrate`) make a home that does not exist."""
-    return api.open_index(None, sources or ctx.obj, create=create)
+    it. Only the commands that write (`run`, `migrate`) make a home that does not exist.
+    The chosen file stays in `$FRESHNESS_SOURCES` for the rest of the process, as the
+    command line has always left it (a script may call the library next)."""
+    index = api.open_index(None, sources or ctx.obj, create=create)
+    if sources or ctx.obj:
+        os.environ["FRESHNESS_SOURCES"] = str(index.sources_file)
+    os.environ.setdefault("DAGSTER_HOME", str(index.home))
+    return index
 
 
 def _check_environment() -> None:
