@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
 import yaml
@@ -25,6 +25,7 @@ from .core.lifecycle import LifecyclePolicy
 from .core.responses import ResponseRules
 from .core.spike import SpikeRule
 from .core.tiers import TierRules
+from .settings_errors import problem
 
 DEFAULT_SOURCES = "sources.yaml"
 
@@ -98,7 +99,9 @@ class FetchPolicy(_Strict):
     obey_robots: bool = True
     max_redirects: Small = 5
     max_bytes: Count = 5_000_000
-    missing_after: Count = 3  # consecutive misses before a known page is declared gone
+    # Crawls in a row a known page may be unlisted and unanswered before it is gone; an
+    # unlisted page that still answers 200 is never gone (core/lifecycle.py).
+    missing_after: Count = 3
     max_gone_share: Share = 0.5  # more live pages than this gone in one crawl: an outage, held
     soft_404_min_chars: NonNegInt = 200  # a page that had more text and drops under this is flagged
     keep_query_params: list[str] = Field(default_factory=list)  # e.g. ["version"]
@@ -359,16 +362,8 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
     try:
         settings = Settings.model_validate(raw or {})
     except ValidationError as exc:
-        raise ConfigError(f"{p}: {'; '.join(map(_problem, exc.errors()))}") from exc
+        raise ConfigError(f"{p}: {'; '.join(problem(err, raw, Settings) for err in exc.errors())}") from exc
     return _with_golden_paths(settings, p)
-
-
-def _problem(err: Any) -> str:
-    """One validation error: the setting's path, what is wrong, and the value given."""
-    where = ".".join(str(part) for part in err["loc"]) or "(top level)"
-    given = err.get("input")
-    shown = f" (got {given!r})" if err["type"] != "missing" and isinstance(given, int | float | str | bool) else ""
-    return f"{where}: {err['msg']}{shown}"
 
 
 def _with_golden_paths(settings: Settings, path: Path) -> Settings:
@@ -376,13 +371,11 @@ def _with_golden_paths(settings: Settings, path: Path) -> Settings:
     folder), each checked to exist now rather than after a run has committed."""
     folder = path.resolve().parent
     sources = []
-    for i, src in enumerate(settings.sources):
+    for src in settings.sources:
         if src.golden_set:
             golden = folder / src.golden_set  # an absolute golden_set replaces the folder
             if not golden.is_file():
-                raise ConfigError(
-                    f"{path}: sources.{i}.golden_set: golden set of source {src.name!r} not found: {golden}"
-                )
+                raise ConfigError(f"{path}: source {src.name!r}: golden_set: file not found: {golden}")
             src = src.model_copy(update={"golden_set": str(golden)})
         sources.append(src)
     return settings.model_copy(update={"sources": sources})

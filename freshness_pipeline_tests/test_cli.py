@@ -50,7 +50,7 @@ def test_run_lines_show_only_the_counts_the_run_produced() -> None:
     ]
     blocked = {"status": "blocked", "message": "change_spike: 24 of 24 sections", "crawled": 8, "errors": 0}
     assert run_lines("docs", blocked)[:2] == [
-        "docs: crawled: 8 errors: 0 (nothing was indexed)",
+        "docs: crawled: 8 errors: 0 (nothing was indexed)",  # never made-up zeros
         "  blocked: change_spike: 24 of 24 sections",
     ]
 
@@ -82,7 +82,7 @@ def test_run_exit_codes_checks_and_the_spike_override(dagster_home: Path) -> Non
         sources = str(write_sources(dagster_home / "sources.yaml", site.sitemap_url))
         site.publish(docs.markdown())
         out, _ = cli("run", "--sources", sources)  # --sources after the command
-        assert out.startswith("docs: crawled: 6 new: 6 changed: 0 unchanged: 0 gone: 0 errors: 0"), out
+        assert out.startswith("docs: crawled: 6 new: 6 changed: 0 unchanged: 0 gone: 0 errors: 0 skipped: 0  | "), out
         cli("--sources", sources, "run")  # quiet: the history the spike rule needs
 
         # A template redeploy rewrites every section: a blocking spike, exit 1, nothing indexed.
@@ -90,15 +90,15 @@ def test_run_exit_codes_checks_and_the_spike_override(dagster_home: Path) -> Non
         site.publish(redeploy.markdown())
         out, _ = cli("run", "--sources", sources, expect=1)
         lines = out.splitlines()
-        assert lines[0] == "docs: crawled: 6 errors: 0 (nothing was indexed)", out
+        assert lines[0] == "docs: crawled: 6 errors: 0 skipped: 0 (nothing was indexed)", out
         assert lines[1].startswith("  blocked: change_spike: ") and ALLOW_SPIKE_TAG in lines[1]
 
         # Reviewed: let it through. Success with a non-blocking ERROR check still exits 0.
         out, _ = cli("run", "--allow-spike", "--sources", sources)
         lines = out.splitlines()
         assert lines[0] == (
-            "docs: crawled: 6 new: 0 changed: 6 unchanged: 0 gone: 0 errors: 0 "
-            "embedded: 18 payload_updated: 0 deleted: 0"
+            "docs: crawled: 6 new: 0 changed: 6 unchanged: 0 gone: 0 errors: 0 skipped: 0  | "
+            "embedded: 18 payload_updated: 0 deleted: 0 reused: 0 moved: 0"
         ), out
         assert any(line.startswith("  check stale_share: ERROR: ") for line in lines), out
         assert any(line.startswith("  check change_spike: WARN: ") for line in lines), out
@@ -191,7 +191,7 @@ def test_status_does_not_load_dagster(dagster_home: Path) -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
     text_out, _, json_out = done.stdout.partition("\n[")
-    assert text_out.startswith("docs: 0 pages, 0 sections indexed; last run never"), done.stdout
+    assert text_out.startswith("docs: 0 pages, 0 sections indexed; last success never"), done.stdout
     assert "freshness score 0.917" in text_out and "ALERT: score 0.917" in text_out, done.stdout
     assert "measured_at" in text_out and "2023-11-14 22:13" in text_out and "2.0" in text_out, done.stdout
     (row,) = json.loads("[" + json_out)

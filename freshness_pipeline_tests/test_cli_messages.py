@@ -61,7 +61,7 @@ def test_an_empty_query_is_refused_and_not_recorded(
     with pytest.raises(SystemExit) as exc:
         main(["search", query, "--sources", sources])
     assert exc.value.code == 2
-    assert "Invalid value for 'query': must not be empty" in capsys.readouterr().err
+    assert "Invalid value for 'QUERY': must not be empty" in capsys.readouterr().err
     out, _ = cli("weak", "--json", "--sources", sources)
     assert json.loads(out) == []
 

@@ -39,39 +39,45 @@ def test_path_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("sources: [{name: docs}]", r"sources\.0: Value error, needs `sitemap` or `start_urls`"),
+        ("sources: [{name: docs}]", r"source 'docs': needs `sitemap` or `start_urls`"),
         # A bare host is a path to urlsplit: it failed only at the run's first fetch, as off scope.
         (
             "sources: [{name: d, sitemap: www.python-httpx.org/sitemap.xml}]",
-            r"sources\.0\.sitemap: Value error, must be an absolute http\(s\) URL, like https://docs\.example\.com/"
+            r"source 'd': sitemap: must be an absolute http\(s\) URL, like https://docs\.example\.com/"
             r"sitemap\.xml \(got 'www\.python-httpx\.org/sitemap\.xml'\)",
         ),
         (
             "sources: [{name: d, start_urls: [http://u, 'ftp://u/']}]",
-            r"sources\.0\.start_urls\.1: Value error, must be",
+            r"source 'd': start_urls\[2\]: must be",
         ),
-        ("sources: [{name: d, sitemap: 'https:///sitemap.xml'}]", r"sources\.0\.sitemap: Value error, must be"),
-        ("sources: [{name: d, sitemap: http://u, fetch: {timeout: 3}}]", r"sources\.0\.fetch\.timeout: Extra inputs"),
-        ("sources: [{name: Docs!, sitemap: http://u}]", r"sources\.0\.name: String should match pattern"),
+        ("sources: [{name: d, sitemap: 'https:///sitemap.xml'}]", r"source 'd': sitemap: must be"),
+        (
+            "sources: [{name: d, sitemap: http://u, fetch: {timeout: 3}}]",
+            r"source 'd': fetch\.timeout: unknown setting 'timeout'; did you mean timeout_s\? \(allowed here: ",
+        ),
+        ("sources: [{name: Docs!, sitemap: http://u}]", r"source 'Docs!': name: a source name is lowercase letters"),
         ("sources: [{name: a, sitemap: http://u}, {name: a, sitemap: http://v}]", "duplicate source names: a"),
-        ("sources: [{name: a, sitemap: http://u}]\nembedder: {provider: x}", r"embedder\.provider: Input should be"),
+        (
+            "sources: [{name: a, sitemap: http://u}]\nembedder: {provider: x}",
+            r"embedder\.provider: must be one of local, openai, hashing \(got 'x'\)",
+        ),
         ("sources: [", "not valid YAML"),
         (
             "sources: [{name: a, sitemap: http://u, noise: {disabled_rules: [last_updatd]}}]",
-            r"sources\.0\.noise\.disabled_rules: Value error, unknown rule\(s\) last_updatd; known: ",
+            r"source 'a': noise\.disabled_rules: unknown rule\(s\) last_updatd; known: ",
         ),
-        ("", r"sources: Field required"),
+        ("", r"sources: is required"),
         (
             "sources: [{name: a, sitemap: http://u, tiers: {rules: [{pattern: '(', tier: hot}]}}]",
-            r"sources\.0\.tiers\.rules\.0\.pattern: Value error, not a valid regex '\(': missing \)",
+            r"source 'a': tiers\.rules\[1\]\.pattern: not a valid regex '\(': missing \)",
         ),
         (
             "sources: [{name: a, start_urls: [http://u], discovery: {include: ['/docs/', '[a-']}}]",
-            r"sources\.0\.discovery\.include\.1: Value error, not a valid regex '\[a-'",
+            r"source 'a': discovery\.include\[2\]: not a valid regex '\[a-'",
         ),
         (
             "sources: [{name: a, start_urls: [http://u], discovery: {exclude: ['*.pdf']}}]",
-            r"sources\.0\.discovery\.exclude\.0: Value error, not a valid regex '\*\.pdf'",
+            r"source 'a': discovery\.exclude\[1\]: not a valid regex '\*\.pdf'",
         ),
     ],
 )
@@ -113,9 +119,7 @@ def test_missing_golden_set_is_named_at_load(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError) as err:
         load_settings(path)
-    assert str(err.value) == (
-        f"{path}: sources.1.golden_set: golden set of source 'docs' not found: {tmp_path / 's' / 'g.yaml'}"
-    )
+    assert str(err.value) == (f"{path}: source 'docs': golden_set: file not found: {tmp_path / 's' / 'g.yaml'}")
 
 
 def test_policies_become_core_rules(tmp_path: Path) -> None:

@@ -35,6 +35,14 @@ def load(tmp_path: Path, body: Any) -> ConfigError:
     return err.value
 
 
+def shown(path: tuple[Any, ...]) -> str:
+    """How an error names a setting: the source by its name, list items counted from 1."""
+    out = ""
+    for part in path[2:] if path[:1] == ("sources",) else path:
+        out += f"[{part + 1}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return f"source 'docs': {out}" if path[:1] == ("sources",) else out
+
+
 def _number(kind: Any) -> type | None:
     """int or float when the annotation is one (possibly constrained, possibly optional)."""
     if kind in (int, float):
@@ -99,38 +107,38 @@ def put(body: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, An
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, -1, True, "10"], ids=repr)
 def test_nonsense_numbers_are_refused_at_load(tmp_path: Path, path: tuple[Any, ...], kind: type, value: Any) -> None:
     err = load(tmp_path, put(BASE, path, value))
-    assert f"{'.'.join(map(str, path))}: " in str(err), err
+    assert f"{shown(path)}: " in str(err), err
 
 
 @pytest.mark.parametrize(
     ("setting", "value", "message"),
     [
-        ("sources.0.fetch.max_bytes", -10, "greater than or equal to 1 (got -10)"),
-        ("embedder.batch_size", -1, "greater than or equal to 1 (got -1)"),
-        ("embedder.batch_size", 0, "greater than or equal to 1 (got 0)"),
-        ("embedder.batch_size", 2.5, "valid integer (got 2.5)"),
-        ("sources.0.fetch.concurrency", 0, "greater than or equal to 1"),
-        ("sources.0.fetch.max_redirects", -1, "greater than or equal to 0"),
-        ("sources.0.fetch.timeout_s", 0, "greater than 0"),
+        ("sources.0.fetch.max_bytes", -10, "at least 1 (got -10)"),
+        ("embedder.batch_size", -1, "at least 1 (got -1)"),
+        ("embedder.batch_size", 0, "at least 1 (got 0)"),
+        ("embedder.batch_size", 2.5, "must be a whole number (got 2.5)"),
+        ("sources.0.fetch.concurrency", 0, "at least 1"),
+        ("sources.0.fetch.max_redirects", -1, "at least 0"),
+        ("sources.0.fetch.timeout_s", 0, "more than 0"),
         ("sources.0.fetch.timeout_s", math.nan, "finite number"),
-        ("sources.0.fetch.max_gone_share", 1.5, "less than or equal to 1"),
-        ("sources.0.checks.spike_min_share", -0.1, "greater than or equal to 0"),
-        ("sources.0.checks.golden_min_hit5", 1.01, "less than or equal to 1"),
-        ("sources.0.noise.fuzzy_threshold", 65, "less than or equal to 64"),
-        ("sources.0.chunking.token_budget", 0, "greater than or equal to 16"),
+        ("sources.0.fetch.max_gone_share", 1.5, "at most 1"),
+        ("sources.0.checks.spike_min_share", -0.1, "at least 0"),
+        ("sources.0.checks.golden_min_hit5", 1.01, "at most 1"),
+        ("sources.0.noise.fuzzy_threshold", 65, "at most 64"),
+        ("sources.0.chunking.token_budget", 0, "at least 16"),
         ("sources.0.chunking.encoding", "gpt2", "unknown encoding 'gpt2'; available offline: cl100k_base"),
-        ("sources.0.discovery.max_pages", 0, "greater than or equal to 1"),
-        ("sources.0.tiers.warm_every_h", -1, "greater than or equal to 0"),
+        ("sources.0.discovery.max_pages", 0, "at least 1"),
+        ("sources.0.tiers.warm_every_h", -1, "at least 0"),
         ("sources.0.fetch.user_agent", "bot {name}", "not a template with only {contact}"),
-        ("vector_store.upsert_batch", 0, "greater than or equal to 1"),
-        ("webhooks.0.attempts", 0, "greater than or equal to 1"),
-        ("embedder.dimensions", 0, "greater than or equal to 1"),
+        ("vector_store.upsert_batch", 0, "at least 1"),
+        ("webhooks.0.attempts", 0, "at least 1"),
+        ("embedder.dimensions", 0, "at least 1"),
     ],
 )
 def test_each_setting_names_itself_and_the_value(tmp_path: Path, setting: str, value: Any, message: str) -> None:
     path = tuple(int(p) if p.isdigit() else p for p in setting.split("."))
     err = str(load(tmp_path, put(BASE, path, value)))
-    assert f"{setting}: " in err and message in err, err
+    assert f"{shown(path)}: " in err and message in err, err
 
 
 @pytest.mark.parametrize(
@@ -148,12 +156,12 @@ def test_the_embedder_is_known_at_load(tmp_path: Path, embedder: dict[str, Any],
 
 def test_warn_must_not_exceed_error(tmp_path: Path) -> None:
     err = load(tmp_path, put(BASE, ("sources", 0, "checks"), {"stale_warn": 0.2, "stale_error": 0.1}))
-    assert "sources.0.checks: Value error, stale_warn (0.2) is above stale_error (0.1)" in str(err)
+    assert "source 'docs': checks: stale_warn (0.2) is above stale_error (0.1)" in str(err)
 
 
 def test_an_empty_source_list_says_so(tmp_path: Path) -> None:
     err = load(tmp_path, {"sources": []})
-    assert "sources: Value error, the sources file lists no source" in str(err)
+    assert "sources: the sources file lists no source" in str(err)
 
 
 def test_a_file_that_is_not_utf8_or_not_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,6 +14,7 @@ import hashlib
 import hmac
 import json
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,8 +46,19 @@ def sign(secret: bytes, body: bytes) -> str:
     return "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
 
 
-def payload(event: dict[str, Any]) -> bytes:
+# What a receiver learns of each section an event names: `key`, `chunk` and `content_hash`
+# (the sha256 of the retrieval text, the same as in the vector payload), or no entry for a
+# key whose section is gone by the time the event is delivered.
+SectionLookup = Callable[[str, Sequence[str]], list[dict[str, Any]]]
+
+
+def payload(event: dict[str, Any], sections: SectionLookup | None = None) -> bytes:
+    """The event's JSON body. The event is per page; `sections` lists each of its sections
+    with its own `content_hash`. The page-level `content_hash` is that of its only section,
+    null when it has several (read `sections` instead)."""
     body = {k: event[k] for k in ("id", "source", "url", "kind", "content_hash", "section_keys", "created_at")}
+    if sections is not None:
+        body["sections"] = sections(event["source"], event["section_keys"] or [])
     return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
 
 
@@ -57,9 +69,17 @@ def secret_for(hook: Webhook) -> bytes:
     return value.encode()
 
 
-def deliver(metrics: MetricsStore, hook: Webhook, *, client: httpx.Client | None = None, limit: int = 500) -> Delivery:
+def deliver(
+    metrics: MetricsStore,
+    hook: Webhook,
+    *,
+    client: httpx.Client | None = None,
+    limit: int = 500,
+    sections: SectionLookup | None = None,
+) -> Delivery:
     """Send the events after the hook's cursor, oldest first, advancing the cursor after
-    each 2xx. Stops at the first event that fails every attempt."""
+    each 2xx. Stops at the first event that fails every attempt. `sections` adds each
+    event's sections and their hashes to its body."""
     out = Delivery(hook.url)
     try:
         secret = secret_for(hook)
@@ -74,7 +94,7 @@ def deliver(metrics: MetricsStore, hook: Webhook, *, client: httpx.Client | None
         last = metrics.cursor(hook.url)["last_event_id"]
         while out.error is None and (batch := metrics.events_after(last, limit)):
             for event in batch:
-                if not _send(http, hook, secret, event, out):
+                if not _send(http, hook, secret, payload(event, sections), event["id"], out):
                     break
                 metrics.advance(hook.url, event["id"])
                 last = event["id"]
@@ -89,10 +109,9 @@ def deliver(metrics: MetricsStore, hook: Webhook, *, client: httpx.Client | None
     return out
 
 
-def _send(http: httpx.Client, hook: Webhook, secret: bytes, event: dict[str, Any], out: Delivery) -> bool:
-    """POST one event with retries; False (and `out.error`) when every attempt failed."""
-    body = payload(event)
-    headers = {"Content-Type": "application/json", SIGNATURE_HEADER: sign(secret, body), EVENT_HEADER: str(event["id"])}
+def _send(http: httpx.Client, hook: Webhook, secret: bytes, body: bytes, event_id: int, out: Delivery) -> bool:
+    """POST one event's body with retries; False (and `out.error`) when every attempt failed."""
+    headers = {"Content-Type": "application/json", SIGNATURE_HEADER: sign(secret, body), EVENT_HEADER: str(event_id)}
     try:
         for attempt in Retrying(
             stop=stop_after_attempt(hook.attempts),
@@ -103,7 +122,7 @@ def _send(http: httpx.Client, hook: Webhook, secret: bytes, event: dict[str, Any
             with attempt:
                 _post(http, hook.url, body, headers)
     except (httpx.TransportError, DeliveryError) as exc:
-        out.error = f"event {event['id']}: {exc!r}"
+        out.error = f"event {event_id}: {exc!r}"
         return False
     return True
 

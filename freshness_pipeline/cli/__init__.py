@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import typer
 
-from ..pipeline.errors import REPORTED
+from .. import api
 from .app import app
 from .render import alert_lines, run_lines
 
@@ -19,8 +19,9 @@ __all__ = ["alert_lines", "app", "main", "run_lines"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command. A usage error is an `error:` line on stderr and SystemExit(2); a bad
-    sources file or damaged state is one `error:` line on stderr and exit 2."""
+    """Run one command. A usage error is an `error:` line on stderr, then the `--help` hint,
+    and SystemExit(2); a bad sources file, a missing home or damaged state is one `error:`
+    line on stderr and exit 2."""
     command = typer.main.get_command(app)
     args = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -31,11 +32,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return done.exit_code
     except typer.TyperException as exc:  # a usage error: an unknown option, a bad value
         where, message = getattr(exc, "ctx", None), exc.format_message()
-        if message:  # none when the help was shown instead (`freshness` alone)
-            hint = f"Try '{where.command_path} --help' for help.\n" if where is not None else ""
-            print(f"{hint}error: {message}", file=sys.stderr)
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `freshness` alone: the help, not an error
+            print(message)
+        elif message:
+            print(f"error: {message.replace('Value error, ', '')}", file=sys.stderr)
+            if where is not None:
+                print(f"Try '{where.command_path} --help' for help.", file=sys.stderr)
         raise SystemExit(exc.exit_code) from None
-    except REPORTED as exc:
+    except api.reported_errors() as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:

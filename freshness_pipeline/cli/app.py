@@ -1,42 +1,83 @@
-"""The commands: each parses its options, makes one call into `pipeline/` (or, for `run`,
-`defs/runner.py`) and prints the answer (`render.py`, or JSON with `--json`). The work is
-imported inside each command, so a command loads only what it uses (`status` never loads
-Dagster)."""
+"""The commands: each parses its options, makes one call on the public entry point
+(`freshness_pipeline.api`: `open_index`, then `refresh`, `search`, `status`, ...) and prints
+the answer (`render.py`, or JSON with `--json`). The entry point imports the work inside
+each call, so a command loads only what it uses (`status` and `search` never load Dagster)."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import typer
 
-from ..config import Settings, dagster_home, load_settings
-from ..defs.instance import write_instance_config
+from .. import api
 from . import render
+
+TOP_HELP = """Keep a search index true to a documentation site. `freshness run` recrawls the
+sites of the sources file and re-embeds only what changed; `search`, `resolve` and `status`
+read the index. State lives in $DAGSTER_HOME (default ./dagster_home)."""
 
 RUN_HELP = """Exit status: 0 when every run succeeded, even when non-blocking checks failed
 with WARN or ERROR (each is printed as a `check` line, and the counts are in --json);
 1 when a run failed or a blocking check (change_spike) stopped it before indexing."""
 
+PROGRESS_VALUES = ("bar", "log", "off")  # $FRESHNESS_PROGRESS (progress.py)
+LAUNCH_VALUES = ("launch", "in-process")  # $FRESHNESS_LAUNCH (defs/runner.py; unset: launch)
+
+
+class _Command(typer.core.TyperCommand):
+    """A command whose usage line names its arguments plainly (`QUERY`, not `{query}`)."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:  # typer's own click Context
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name == "argument":
+                name = (param.metavar or param.name or "").upper()
+                pieces.append(name if param.required else f"[{name}]")
+        return pieces
+
+
+def _version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        print(f"freshness {__version__}")
+        raise typer.Exit()
+
+
 app = typer.Typer(
     name="freshness",
-    help="`freshness`: the command line operators and scripts use. Each command is one library "
-    "call plus formatting; `run` goes through Dagster so every refresh shows up in the UI.",
+    help=TOP_HELP,
     add_completion=False,
     pretty_exceptions_enable=False,
     no_args_is_help=True,
+    rich_markup_mode=None,  # plain click help: no `<bool>` after every flag
 )
 
 SourcesFile = Annotated[
     str | None,
     typer.Option(
-        "--sources", help="sources file (default $FRESHNESS_SOURCES or sources.yaml); before or after the command"
+        "--sources",
+        metavar="FILE",
+        help="sources file (default $FRESHNESS_SOURCES, else sources.yaml); before or after the command",
     ),
 ]
-Only = Annotated[str | None, typer.Option("--source", help="only this source")]
+Only = Annotated[str | None, typer.Option("--source", metavar="NAME", help="only this source")]
+
+
+class Tier(StrEnum):
+    hot = "hot"
+    warm = "warm"
+    cold = "cold"
+
+
+class DemoEmbedder(StrEnum):
+    local = "local"
+    hashing = "hashing"
 
 
 def _json(help: str) -> Any:
@@ -44,37 +85,48 @@ def _json(help: str) -> Any:
 
 
 @app.callback()
-def _top(ctx: typer.Context, sources: SourcesFile = None) -> None:
+def _top(
+    ctx: typer.Context,
+    sources: SourcesFile = None,
+    version: Annotated[
+        bool, typer.Option("--version", help="print the version and exit", callback=_version, is_eager=True)
+    ] = False,
+) -> None:
     ctx.obj = sources
 
 
-def _settings(ctx: typer.Context, sources: str | None) -> Settings:
-    """The sources file given after the command, else before it; the Dagster home made ready."""
-    chosen = sources or ctx.obj
-    if chosen:
-        os.environ["FRESHNESS_SOURCES"] = str(Path(chosen).resolve())
-    os.environ.setdefault("DAGSTER_HOME", str(dagster_home()))
-    write_instance_config(dagster_home())  # a home without dagster.yaml gets the project's (defs/instance.py)
-    return load_settings()
+def _index(ctx: typer.Context, sources: str | None, *, create: bool = False) -> api.Index:
+    """The index of $DAGSTER_HOME for the sources file given after the command, else before
+    it. Only the commands that write (`run`, `migrate`) make a home that does not exist.
+    The chosen file stays in `$FRESHNESS_SOURCES` for the rest of the process, as the
+    command line has always left it (a script may call the library next)."""
+    index = api.open_index(None, sources or ctx.obj, create=create)
+    if sources or ctx.obj:
+        os.environ["FRESHNESS_SOURCES"] = str(index.sources_file)
+    os.environ.setdefault("DAGSTER_HOME", str(index.home))
+    return index
 
 
-def _names(settings: Settings, only: str | None) -> list[str]:
-    return [settings.source(only).name] if only else [s.name for s in settings.sources]
+def _check_environment() -> None:
+    """Unknown values of the variables `run` and `demo` read are errors, not ignored."""
+    for name, allowed in (("FRESHNESS_PROGRESS", PROGRESS_VALUES), ("FRESHNESS_LAUNCH", LAUNCH_VALUES)):
+        value = os.environ.get(name, "")
+        if value and value not in allowed:
+            raise api.ConfigError(f"${name} is {value!r}; allowed: {', '.join(allowed)} (or unset)")
 
 
-@app.command(help="refresh one or every source through Dagster", epilog=RUN_HELP)
+@app.command(cls=_Command, help="refresh one or every source through Dagster", epilog=RUN_HELP)
 def run(
     ctx: typer.Context,
     source: Only = None,
-    tier: Annotated[
-        Literal["hot", "warm", "cold"] | None, typer.Option("--tier", help="only pages of this tier")
-    ] = None,
+    tier: Annotated[Tier | None, typer.Option("--tier", help="only pages of this tier")] = None,
     as_json: Annotated[bool, _json("one JSON object per source")] = False,
     allow_spike: Annotated[
         bool,
         typer.Option(
             "--allow-spike",
-            help="tag the run freshness/allow-spike=true: index a reviewed change spike (the check then warns)",
+            help="index a change spike you reviewed (the blocking check then warns; the run is tagged "
+            "freshness/allow-spike=true)",
         ),
     ] = False,
     verbose: Annotated[
@@ -83,17 +135,16 @@ def run(
     sources: SourcesFile = None,
 ) -> int:
     from .. import progress
-    from ..defs.runner import run_refresh
-    from ..defs.tags import ALLOW_SPIKE_TAG
 
-    settings = _settings(ctx, sources)
+    _check_environment()
+    index = _index(ctx, sources, create=True)
+    names = index.names(source)
     progress.attach()
-    tags = {ALLOW_SPIKE_TAG: "true"} if allow_spike else None
     failed = 0
-    for name in _names(settings, source):
+    for name in names:
         # The summary carries failures, checks and page errors; the full event log
         # (tracebacks included) is in the instance, and on the console with --verbose.
-        outcome = run_refresh(name, tier=tier, tags=tags, log_level="INFO" if verbose else "CRITICAL")
+        outcome = index.refresh(name, tier=tier.value if tier else None, allow_spike=allow_spike, verbose=verbose)
         if as_json:
             print(json.dumps({"source": name, **outcome}, sort_keys=True, default=str))
         else:
@@ -102,20 +153,17 @@ def run(
     return 1 if failed else 0
 
 
-@app.command(help="every record in the vector index, as JSON lines")
+@app.command(cls=_Command, help="every record in the vector index, as JSON lines")
 def dump(
     ctx: typer.Context,
     source: Annotated[
-        str | None, typer.Option("--source", help="only this source's records (default: every source)")
+        str | None,
+        typer.Option("--source", metavar="NAME", help="only this source's records (default: every source)"),
     ] = None,
     sources: SourcesFile = None,
 ) -> int:
-    from ..pipeline.search import dump as records
-
-    settings = _settings(ctx, sources)
-    for name in _names(settings, source):
-        for rec in records(settings, name):
-            print(json.dumps(rec, sort_keys=True, default=str))
+    for rec in _index(ctx, sources).records(source):
+        print(json.dumps(rec, sort_keys=True, default=str))
     return 0
 
 
@@ -125,80 +173,89 @@ def _query(text: str) -> str:
     return text
 
 
+def _key(text: str) -> str:
+    if not text.strip():
+        raise typer.BadParameter("must not be empty: pass a key from a search result or a citation")
+    return text
+
+
 def _positive(value: int) -> int:
     if value < 1:
         raise typer.BadParameter(f"must be at least 1, not {value}")
     return value
 
 
-@app.command(help="top sections for a query")
+def _days(value: float) -> float:
+    if not value >= 1:  # NaN too
+        raise typer.BadParameter(f"must be at least 1 (a day), not {value:g}")
+    return value
+
+
+@app.command(cls=_Command, help="top sections for a query")
 def search(
     ctx: typer.Context,
-    query: Annotated[str, typer.Argument(help="the question, in words (not empty)", callback=_query)],
-    k: Annotated[int, typer.Option("-k", help="results to return (at least 1; default 5)", callback=_positive)] = 5,
+    query: Annotated[str, typer.Argument(metavar="QUERY", help="the question, in words (not empty)", callback=_query)],
+    k: Annotated[int, typer.Option("-k", metavar="N", help="results to return (at least 1)", callback=_positive)] = 5,
     source: Annotated[
-        str | None, typer.Option("--source", help="search only this source (default: every source)")
+        str | None,
+        typer.Option("--source", metavar="NAME", help="search only this source (default: every source)"),
     ] = None,
     as_json: Annotated[bool, _json("the results as one JSON list")] = False,
     sources: SourcesFile = None,
 ) -> int:
     """Exit 1, before any model is loaded, when nothing is indexed yet."""
-    from ..pipeline.search import indexed_sources
-
-    settings = _settings(ctx, sources)
-    names = _names(settings, source)
-    if not indexed_sources(settings, names):
+    index = _index(ctx, sources)
+    names = index.names(source)
+    if not index.indexed(names):
         if as_json:
             print("[]")
-        where = f" (sources file {os.environ['FRESHNESS_SOURCES']})" if os.environ.get("FRESHNESS_SOURCES") else ""
         print(
-            f"the index is empty: nothing of {', '.join(names)} is indexed yet{where}. "
+            f"the index is empty: nothing of {', '.join(names)} is indexed yet (sources file {index.sources_file}). "
             "`freshness run` crawls the sources and fills it",
             file=sys.stderr,
         )
         return 1
-    from ..pipeline.search import search as top_sections
-    from ..pipeline.search import weak_threshold
-
-    hits = top_sections(settings, query, k=k, source=source)
+    hits = index.search(query, k=k, source=source)
     if as_json:
         print(json.dumps([h.as_dict() for h in hits], indent=1))
     else:
-        render.print_hits(hits, weak_threshold(settings))
+        render.print_hits(hits, index.weak_threshold())
     return 0
 
 
-@app.command(help="per source: pages, sections, last run")
+@app.command(cls=_Command, help="per source: pages, sections, last attempt and last success")
 def status(
     ctx: typer.Context,
     as_json: Annotated[bool, _json("every figure, as one JSON list (one object per source)")] = False,
     sources: SourcesFile = None,
 ) -> int:
-    from ..pipeline.source_status import source_status
-
-    settings = _settings(ctx, sources)
-    rows = [source_status(settings, s.name) for s in settings.sources]
+    index = _index(ctx, sources)
+    rows = index.status()
     if as_json:
         print(json.dumps(rows, indent=1, default=str))
         return 0
     for r in rows:
-        render.print_status(r, settings.source(r["source"]).checks)
+        render.print_status(r, index.settings.source(r["source"]).checks)
     return 0
 
 
-@app.command(help="follow a section key's redirects to its current text")
+@app.command(cls=_Command, help="follow a section key's redirects to its current text")
 def resolve(
     ctx: typer.Context,
-    key: Annotated[str, typer.Argument(help="a section key, as search results and citations give it")],
+    key: Annotated[
+        str,
+        typer.Argument(
+            metavar="KEY", help="a section key, as search results and citations give it (not empty)", callback=_key
+        ),
+    ],
     source: Annotated[
-        str | None, typer.Option("--source", help="look only in this source (default: every source, in order)")
+        str | None,
+        typer.Option("--source", metavar="NAME", help="look only in this source (default: every source, in order)"),
     ] = None,
     as_json: Annotated[bool, _json("the section as one JSON object")] = False,
     sources: SourcesFile = None,
 ) -> int:
-    from ..pipeline.search import resolve as current
-
-    found = current(_settings(ctx, sources), key, source=source)
+    found = _index(ctx, sources).resolve(key, source=source)
     if found is None:
         print(f"no current section for key {key!r} (unknown, or its page is gone)", file=sys.stderr)
         return 1
@@ -210,16 +267,17 @@ def resolve(
     return 0
 
 
-@app.command(help="searches whose best match was weak (last 90 days)")
+@app.command(cls=_Command, help="searches whose best match was weak (last 90 days)")
 def weak(
     ctx: typer.Context,
-    days: Annotated[float, typer.Option("--days", help="how far back to look, in days (default 90)")] = 90,
+    days: Annotated[
+        float,
+        typer.Option("--days", metavar="DAYS", help="how far back to look, in days (at least 1)", callback=_days),
+    ] = 90,
     as_json: Annotated[bool, _json("the searches as one JSON list")] = False,
     sources: SourcesFile = None,
 ) -> int:
-    from ..pipeline.history import weak_searches
-
-    rows = weak_searches(_settings(ctx, sources), days=days)
+    rows = _index(ctx, sources).weak(days)
     if as_json:
         print(json.dumps(rows, indent=1))
     else:
@@ -228,22 +286,24 @@ def weak(
 
 
 # No --sources: the demo writes its own sources file into its home.
-@app.command(help="refresh the shipped demo site twice and search it")
+@app.command(cls=_Command, help="refresh the shipped demo site twice and search it")
 def demo(
     ctx: typer.Context,
     home: Annotated[
         str,
         typer.Option(
-            "--home", help="state folder (default ./demo_home); must be absent, empty, or made by an earlier demo"
+            "--home",
+            metavar="DIR",
+            help="state folder; must be absent, empty, or made by an earlier demo",
         ),
     ] = "demo_home",
     embedder: Annotated[
-        Literal["local", "hashing"],
+        DemoEmbedder,
         typer.Option(
             "--embedder",
-            help="local: the shipped all-MiniLM-L6-v2 model (default); hashing: no model, instant, no meaning",
+            help="local: the shipped all-MiniLM-L6-v2 model; hashing: no model, instant, no meaning",
         ),
-    ] = "local",
+    ] = DemoEmbedder.local,
 ) -> int:
     if ctx.obj:
         print("error: the demo writes its own sources file into --home; drop --sources", file=sys.stderr)
@@ -251,11 +311,12 @@ def demo(
     from .. import progress
     from ..demo.run import run_demo
 
+    _check_environment()
     progress.attach()
-    return run_demo(Path(home), embedder=embedder)
+    return run_demo(Path(home), embedder=embedder.value)
 
 
-@app.command(help="compare the manifest with the vector store; --fix repairs")
+@app.command(cls=_Command, help="compare the manifest with the vector store; --fix repairs")
 def reconcile(
     ctx: typer.Context,
     source: Only = None,
@@ -266,12 +327,10 @@ def reconcile(
     sources: SourcesFile = None,
 ) -> int:
     """Exit 0 when every source is clean (or was fixed clean), 1 when drift remains."""
-    from ..pipeline.reconcile import reconcile_source
-
-    settings = _settings(ctx, sources)
+    index = _index(ctx, sources)
     drift = 0
-    for name in _names(settings, source):
-        report, clean = reconcile_source(settings, name, fix=fix)
+    for name in index.names(source):
+        report, clean = index.reconcile(name, fix=fix)
         drift += not clean
         if as_json:
             print(json.dumps(report.as_dict(), sort_keys=True))
@@ -280,11 +339,9 @@ def reconcile(
     return 1 if drift else 0
 
 
-@app.command(help="send waiting change events to the configured webhooks")
+@app.command(cls=_Command, help="send waiting change events to the configured webhooks")
 def deliver(ctx: typer.Context, sources: SourcesFile = None) -> int:
-    from ..pipeline.delivery import deliver_all
-
-    deliveries = deliver_all(_settings(ctx, sources))
+    deliveries = _index(ctx, sources).deliver()
     if not deliveries:
         print("no webhooks configured")
     for d in deliveries:
@@ -292,9 +349,7 @@ def deliver(ctx: typer.Context, sources: SourcesFile = None) -> int:
     return 1 if any(d.error is not None for d in deliveries) else 0
 
 
-@app.command(help="bring the state store's schema to the newest revision (runs do it too)")
+@app.command(cls=_Command, help="bring the state store's schema to the newest revision (runs do it too)")
 def migrate(ctx: typer.Context, sources: SourcesFile = None) -> int:
-    from ..pipeline.maintenance import migrate as upgrade
-
-    print(upgrade(_settings(ctx, sources)))
+    print(_index(ctx, sources, create=True).migrate())
     return 0

@@ -4,6 +4,7 @@ written by the commands themselves and never passes through here."""
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -15,11 +16,11 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from ..api import PAGES, alert_reasons, counts_text, history_rows, run_line
 from ..config import CheckPolicy
-from ..core.alerts import alert_reasons
-from ..core.run_counts import PAGES, RECORDS, counts_text
 
 SHOWN_ERRORS = 10
+EXPLANATION = 60  # characters: a page error this long is an explanation, not a status
 OFF_TERMINAL_WIDTH = 160  # a pipe, a file or a test: wide enough that a table rarely wraps
 
 
@@ -42,31 +43,56 @@ def _table(*columns: str) -> Table:
 
 
 def run_lines(name: str, outcome: dict[str, Any]) -> list[str]:
-    """`freshness run`'s text for one source: the counts the run produced (never made-up
-    zeros), its status when not a success, the checks that did not pass, the pages in error."""
-    keys = (*PAGES, *RECORDS)
-    shown = [k for k in keys if outcome.get(k) is not None and (k != "skipped" or outcome[k])]  # skips when any
-    counts = [f"{k}: {outcome[k]}" for k in shown]
-    if not counts:
+    """`freshness run`'s text for one source: the run line (`core/run_counts.py`, as the
+    demo and the log print it; never made-up zeros), its status when not a success, the
+    checks that did not pass, the pages in error. Each message is printed once: a blocking
+    check is the `blocked:` line only, and a reason shared by many pages (an outage held)
+    is one line with the count of pages."""
+    line = run_line(outcome)
+    if not line:
         lines = [f"{name}: the crawl did not run"]
     elif outcome.get("new") is None:
-        lines = [f"{name}: {' '.join(counts)} (nothing was indexed)"]
+        lines = [f"{name}: {line} (nothing was indexed)"]
     else:
-        lines = [f"{name}: {' '.join(counts)}"]
-    if outcome.get("status") != "success":
-        lines.append(f"  {outcome.get('status')}: {outcome.get('message') or 'no message'}")
+        lines = [f"{name}: {line}"]
+    status, message = outcome.get("status"), outcome.get("message") or ""
+    if status != "success":
+        lines.append(f"  {status}: {plain_error(message) or 'no message'}")
     if outcome.get("reindex_reason"):
         lines.append(f"  full re-index: {outcome['reindex_reason']}")
-    lines += [f"  warning: {w}" for w in outcome.get("warnings") or []]
+    errors = list((outcome.get("error_pages") or {}).items())
+    by_reason: dict[str, list[str]] = {}
+    for url, reason in errors:
+        by_reason.setdefault(reason, []).append(url)
+    # An explanation (an outage hold) shared by pages is said once; a short reason (HTTP 500)
+    # stays on each page's line.
+    shared = {reason for reason, urls in by_reason.items() if len(urls) > 1 and len(reason) > EXPLANATION}
+    lines += [f"  warning: {w}" for w in outcome.get("warnings") or [] if w not in shared]
     for c in outcome.get("checks") or []:
         first = (c.get("description") or "failed").strip().splitlines()[0]
+        if status == "blocked" and f"{c['name']}: {c.get('description') or 'failed'}" in message:
+            continue  # the `blocked:` line above says it
         lines.append(f"  check {c['name']}: {c['severity']}: {first}")
-    errors = list((outcome.get("error_pages") or {}).items())
-    lines += [f"  error: {url}: {reason}" for url, reason in errors[:SHOWN_ERRORS]]
-    more = max(len(errors), outcome.get("errors") or 0) - SHOWN_ERRORS
+    for reason in sorted(shared, key=lambda r: -len(by_reason[r])):
+        urls = by_reason[reason]
+        lines.append(f"  error on {len(urls)} pages: {reason}")
+        lines.append(f"    {', '.join(urls[:3])}" + (f" and {len(urls) - 3} more" if len(urls) > 3 else ""))
+    single = [(url, reason) for url, reason in errors if reason not in shared]
+    lines += [f"  error: {url}: {reason}" for url, reason in single[:SHOWN_ERRORS]]
+    shown = len(errors) - len(single) + min(len(single), SHOWN_ERRORS)
+    more = max(len(errors), outcome.get("errors") or 0) - shown
     if more > 0:
         lines.append(f"  ... and {more} more pages in error")
     return lines
+
+
+_CLASS_PATH = re.compile(r"\b(?:[A-Za-z_]\w*\.)+([A-Z]\w*)(?=:)")
+
+
+def plain_error(message: str) -> str:
+    """A failure line without Python class paths: `freshness_pipeline.adapters.discovery.
+    DiscoveryError: no sitemap` reads `DiscoveryError: no sitemap`."""
+    return _CLASS_PATH.sub(r"\1", message.strip())
 
 
 def alert_lines(measured: dict[str, Any], checks: CheckPolicy) -> list[str]:
@@ -78,9 +104,12 @@ def alert_lines(measured: dict[str, Any], checks: CheckPolicy) -> list[str]:
 
 def print_status(r: dict[str, Any], checks: CheckPolicy) -> None:
     """One source of `freshness status`: its index, last run, pages to look at, freshness."""
-    last = r.get("last_run") or {}
+    last, attempt = r.get("last_run") or {}, r.get("last_attempt") or {}
     when = _when(last["finished_at"]) if last else "never"
-    print(f"{r['source']}: {r['pages_live']} pages, {r['sections_indexed']} sections indexed; last run {when}")
+    head = f"{r['source']}: {r['pages_live']} pages, {r['sections_indexed']} sections indexed; last success {when}"
+    if attempt and attempt["status"] != "success":
+        head += f"; last attempt {_when(attempt['finished_at'])} {attempt['status']}"
+    print(head)
     if not r["index"]["clean"]:
         print(f"  INDEX NOT HEALTHY: {r['index']['summary']}")
     if last:
@@ -93,10 +122,13 @@ def print_status(r: dict[str, Any], checks: CheckPolicy) -> None:
 
 
 def _print_freshness(r: dict[str, Any], checks: CheckPolicy) -> None:
+    stalled = (r.get("freshness") or {}).get("not_refreshed")
+    if stalled:
+        print(f"  ALERT: not refreshed: {plain_error(stalled)}")
     if r.get("freshness_history"):
         f = r["freshness"]
-        print(f"  freshness score {f['score']:.3f}")
-        if f["alert"]:
+        print(f"  freshness score {f['score']:.3f}" + (" (measured at the last success)" if stalled else ""))
+        if f["alert"] and f["score"] < checks.freshness_alert:
             print("\n".join(alert_lines(f, checks)))
         _print_history(r["freshness_history"])
         if f.get("details", {}).get("golden_misses"):
@@ -115,14 +147,10 @@ def _print_freshness(r: dict[str, Any], checks: CheckPolicy) -> None:
 
 def _print_history(rows: list[dict[str, Any]]) -> None:
     """The last five measurements, as a table."""
-    import pandas as pd
-
-    from ..pipeline.history import history_table
-
-    frame = history_table(pd.DataFrame(rows)).tail(5)
-    table = _table(*map(str, frame.columns))
-    for values in frame.itertuples(index=False):
-        table.add_row(*("-" if pd.isna(v) else str(v) for v in values))
+    shown = history_rows(rows)[-5:]
+    table = _table(*(map(str, shown[0]) if shown else ()))
+    for row in shown:
+        table.add_row(*("-" if v is None else str(v) for v in row.values()))
     console().print(Padding(table, (0, 0, 0, 4), expand=False))
 
 

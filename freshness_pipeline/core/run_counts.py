@@ -12,6 +12,8 @@ PAGES = ("crawled", "new", "changed", "unchanged", "gone", "errors", "skipped")
 RECORDS = ("embedded", "payload_updated", "deleted")
 # ... and the records whose vectors stayed or came from the embedding cache.
 REUSED = "reused"
+# ... and the sections remapped to a moved page or a renamed heading (shown as "moved").
+MOVED = "sections_moved"
 # The rest of a run's row: the plan's sections and the index before and after.
 DETAILS = (
     "flagged",
@@ -34,5 +36,11 @@ def counts_text(counts: Mapping[str, object], keys: Sequence[str]) -> str:
 
 
 def run_line(counts: Mapping[str, object]) -> str:
-    """A committed run in one line: its pages, then its records."""
-    return f"{counts_text(counts, PAGES)}  | {counts_text(counts, (*RECORDS, REUSED))}"
+    """A run in one line, the same in the log, `freshness run` and the demo: its pages, then
+    its records (`reused`, and `moved`). A count the run did not produce (a run stopped
+    before indexing) is left out, never shown as 0."""
+    pages = [f"{k}: {counts[k]}" for k in PAGES if counts.get(k) is not None]
+    records = [f"{k}: {counts[k]}" for k in (*RECORDS, REUSED) if counts.get(k) is not None]
+    if counts.get(MOVED) is not None:
+        records.append(f"moved: {counts[MOVED]}")
+    return "  | ".join(part for part in (" ".join(pages), " ".join(records)) if part)

@@ -56,7 +56,8 @@ CHANGE_SPIKE = dg.AssetCheckSpec(
     blocking=True,
     description="Blocks vector_index when the share of sections this run would write is above "
     "`checks.spike_min_share` and `checks.spike_factor` times the median of the source's recent "
-    f"runs. Re-run with the run tag `{ALLOW_SPIKE_TAG}=true` to let a real change through.",
+    f"runs. Re-run with `freshness run --allow-spike` (the run tag `{ALLOW_SPIKE_TAG}=true`) to let a real "
+    "change through.",
 )
 FLAGGED_PAGES = dg.AssetCheckSpec(
     "flagged_pages",
@@ -163,11 +164,11 @@ def _spike_story(
         f"Top pages: {pages}. Normalization suspects: {words}. "
     )
     if allowed:
-        return head + f"Let through by the run tag {ALLOW_SPIKE_TAG}=true."
+        return head + f"Let through by --allow-spike (the run tag {ALLOW_SPIKE_TAG}=true)."
     return head + (
         "vector_index did not run. If this is template noise, add a noise rule or fix the site and "
-        f"re-run; if the change is real, re-run with the run tag {ALLOW_SPIKE_TAG}=true (recorded in "
-        "the run)."
+        f"re-run; if the change is real, re-run with `freshness run --allow-spike` (from the UI: the run "
+        f"tag {ALLOW_SPIKE_TAG}=true)."
     )
 
 

@@ -33,8 +33,7 @@ def _noise(version: int):
 
 
 def run_demo(home: Path, *, embedder: str = "local") -> int:
-    from ..config import load_settings
-    from ..pipeline.search import search
+    from ..api import open_index
 
     refused = prepare_home(home)
     if refused:
@@ -55,16 +54,15 @@ def run_demo(home: Path, *, embedder: str = "local") -> int:
             )
         )
         os.environ["FRESHNESS_SOURCES"] = str(sources.resolve())
-        from ..defs.runner import run_refresh  # the definitions read the sources file on import
-
+        index = open_index(home, sources)
         for version in (1, 2):
             site.publish(load_folder(SITE / f"v{version}"), noise=_noise(version))
-            c = run_refresh("demo", log_level="ERROR")  # the runs keep every event for the UI
+            c = index.refresh("demo")  # the runs keep every event for the UI
             if c["status"] != "success":
                 print(f"site v{version}: run failed: {c.get('message')}")
                 return 1
             print(f"site v{version}: {run_line(c)}")
-        hits = search(load_settings(), QUERY, k=1)
+        hits = index.search(QUERY, k=1)
     print(f'search "{QUERY}"')
     for h in hits:
         print(f"  {h.score:.3f} {h.url} [{h.heading_path}]\n  {h.text[:200]}")

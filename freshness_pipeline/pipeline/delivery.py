@@ -5,6 +5,7 @@ which keeps each receiver's events in order."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ..adapters.state.store import StateStore
 from ..adapters.webhooks import Delivery, deliver
@@ -15,8 +16,13 @@ LOCK = "_webhooks"
 
 
 def deliver_hooks(store: State, hooks: Sequence[Webhook]) -> list[Delivery]:
+    def sections(source: str, keys: Sequence[str]) -> list[dict[str, Any]]:
+        """Each section of `keys` as the manifest holds it now, chunk by chunk."""
+        found = (s for key in keys for s in store.manifest.by_key(source, key))
+        return [{"key": s.key, "chunk": s.chunk_index, "content_hash": s.content_hash} for s in found]
+
     with store.locks.lock(LOCK, wait=True):
-        return [deliver(store.metrics, hook) for hook in hooks]
+        return [deliver(store.metrics, hook, sections=sections) for hook in hooks]
 
 
 def deliver_all(settings: Settings) -> list[Delivery]:

@@ -197,29 +197,3 @@ def _updated(page_date: str | None) -> float | None:
     except ValueError:
         return None
     return calendar.timegm(day) + _DAY
-
-
-def freshness_status(ctx: SourceContext) -> dict[str, Any]:
-    """The metrics part of `freshness status`: the latest measurement (with its fetch error
-    share beside the score) and its history, the golden-set queries and sections missing run
-    after run (probable chunking problems), a pending re-index request, and the citation
-    resolution rate of the last 30 days."""
-    metrics = ctx.store.metrics
-    history = metrics.history(ctx.name)
-    latest = history.iloc[-1].to_dict() if len(history) else None
-    keys = metrics.cited_keys(ctx.name)
-    manifest = ctx.store.manifest
-    resolved = sum(1 for k in keys if manifest.by_key(ctx.name, manifest.resolve_key(ctx.name, k)[0]))
-    return {
-        "freshness": latest
-        and {
-            **latest,
-            "error_share": latest["details"].get("error_share"),  # None: measured before it was
-            "alert": latest["score"] < ctx.source.checks.freshness_alert,
-        },
-        "freshness_history": history.astype(object).where(history.notna(), None).to_dict("records"),
-        "chunking_problems": metrics.chronic_misses(ctx.name, ctx.source.checks.golden_miss_runs),
-        "reindex_requested": (metrics.pending_reindex(ctx.name) or {}).get("reason"),
-        "citations": {"keys": len(keys), "resolved": resolved, "rate": resolved / len(keys) if keys else None},
-        "webhooks": [{**metrics.cursor(h.url), "backlog": metrics.backlog(h.url)} for h in ctx.settings.webhooks],
-    }

@@ -1,8 +1,11 @@
-"""What `freshness status` shows: per source, pages and sections indexed, the last run,
+"""What `freshness status` shows: per source, pages and sections indexed, the last attempt
+(whatever its outcome) beside the last success (the last committed run),
 pages flagged for review and pages that re-embed on most runs (flapping: counted from the
 "changed" change events, one per page per run that rewrote its sections), and whether the
 vector store holds what the manifest says (the comparison `freshness reconcile` makes: a
-lost or damaged vector store is never reported healthy). Reads only."""
+lost or damaged vector store is never reported healthy). A source whose last attempt failed
+or was blocked after its last success has not refreshed: its freshness alerts, whatever
+score was measured at that success (`attempts.py`). Reads only."""
 
 from __future__ import annotations
 
@@ -13,8 +16,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..config import Settings
+from .attempts import not_refreshed
 from .context import SourceContext
-from .metrics import freshness_status
 from .reconcile import compare
 
 FLAPPING_MIN_RUNS = 3  # re-embedded in at least this many runs of the last week ...
@@ -35,6 +38,11 @@ def source_status(settings: Settings, name: str, *, recent_runs: int = 10) -> di
         fresh = freshness_status(ctx)
         if fresh["freshness"] and not index.clean:
             fresh["freshness"]["alert"] = True  # a score measured on an index that is not there
+        last = runs[0] if runs else None
+        attempt = ctx.store.runs.last_attempt(name)
+        stalled = not_refreshed(attempt, last)
+        if stalled:
+            fresh["freshness"] = {**(fresh["freshness"] or {}), "alert": True, "not_refreshed": stalled}
         return json_safe(
             {
                 "source": name,
@@ -42,7 +50,8 @@ def source_status(settings: Settings, name: str, *, recent_runs: int = 10) -> di
                 "pages_gone": sum(1 for p in pages if p.state != "live"),
                 "sections_indexed": ctx.store.manifest.count(name),
                 "tiers": dict(tiers),
-                "last_run": runs[0] if runs else None,
+                "last_run": last,  # the last success: the last run that committed
+                "last_attempt": attempt,
                 "flagged": sorted((p.url, p.flag) for p in pages if p.flag),
                 "flapping": flapping,
                 "index": {
@@ -59,6 +68,32 @@ def source_status(settings: Settings, name: str, *, recent_runs: int = 10) -> di
         )
     finally:
         ctx.close()
+
+
+def freshness_status(ctx: SourceContext) -> dict[str, Any]:
+    """The metrics part of `freshness status`: the latest measurement (with its fetch error
+    share beside the score) and its history, the golden-set queries and sections missing run
+    after run (probable chunking problems), a pending re-index request, and the citation
+    resolution rate of the last 30 days."""
+    metrics = ctx.store.metrics
+    history = metrics.history_rows(ctx.name)
+    latest = history[-1] if history else None
+    keys = metrics.cited_keys(ctx.name)
+    manifest = ctx.store.manifest
+    resolved = sum(1 for k in keys if manifest.by_key(ctx.name, manifest.resolve_key(ctx.name, k)[0]))
+    return {
+        "freshness": latest
+        and {
+            **latest,
+            "error_share": (latest["details"] or {}).get("error_share"),  # None: measured before it was
+            "alert": latest["score"] < ctx.source.checks.freshness_alert,
+        },
+        "freshness_history": history,
+        "chunking_problems": metrics.chronic_misses(ctx.name, ctx.source.checks.golden_miss_runs),
+        "reindex_requested": (metrics.pending_reindex(ctx.name) or {}).get("reason"),
+        "citations": {"keys": len(keys), "resolved": resolved, "rate": resolved / len(keys) if keys else None},
+        "webhooks": [{**metrics.cursor(h.url), "backlog": metrics.backlog(h.url)} for h in ctx.settings.webhooks],
+    }
 
 
 def json_safe(value: Any) -> Any:

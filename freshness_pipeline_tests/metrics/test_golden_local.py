@@ -79,7 +79,7 @@ def test_golden_set_on_the_local_model(dagster_home: Path, tmp_path: Path, capsy
         assert f["details"]["golden_misses"] == [SHARED_LINK]
         assert f["stale_retrieval_rate"] == 0.0
 
-        settings = load_settings()
+        settings = load_settings(sources)
         src = settings.source("demo")
         cases = load_golden(golden_file(src))
         site.publish(load_folder(SITE / "v2"))

@@ -12,7 +12,8 @@ from freshness_pipeline.adapters.state.store import StateStore, migrate
 from freshness_pipeline.config import Settings
 from freshness_pipeline.core.state import PageRow
 from freshness_pipeline.pipeline.context import SourceContext
-from freshness_pipeline.pipeline.metrics import freshness_status, measure
+from freshness_pipeline.pipeline.metrics import measure
+from freshness_pipeline.pipeline.source_status import freshness_status
 
 H = 3600.0
 

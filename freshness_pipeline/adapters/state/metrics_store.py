@@ -38,11 +38,15 @@ class MetricsStore:
         """The latest `limit` measurements of a source, oldest first."""
         import pandas as pd
 
+        columns = [c.name for c in schema.freshness_metrics.c]
+        return pd.DataFrame(self.history_rows(source, limit), columns=columns)
+
+    def history_rows(self, source: str, limit: int = 20) -> list[dict[str, Any]]:
+        """`history` as plain rows (no pandas: `freshness status` starts without it)."""
         t = schema.freshness_metrics
         q = select(t).where(t.c.source == source).order_by(t.c.id.desc()).limit(limit)
         with self.engine.connect() as conn:
-            frame = pd.DataFrame([r._asdict() for r in conn.execute(q)], columns=[c.name for c in t.c])
-        return frame.iloc[::-1].reset_index(drop=True)
+            return [r._asdict() for r in conn.execute(q)][::-1]
 
     # -- golden-set miss counters ---------------------------------------------------------
 

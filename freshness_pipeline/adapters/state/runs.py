@@ -1,10 +1,11 @@
-"""Committed runs (`runs`) and what they changed, read back from their change events."""
+"""Committed runs (`runs`) and what they changed, read back from their change events; each
+source's last attempt (`last_attempts`), committed or not."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, delete, func, select
 
 from . import schema
 
@@ -31,3 +32,16 @@ class RunLog:
         )
         with self.engine.connect() as conn:
             return {url: int(n) for url, n in conn.execute(q)}
+
+    def record_attempt(self, source: str, attempt: dict[str, Any]) -> None:
+        """Keep `attempt` (run_id, finished_at, status, message) as the source's last."""
+        t = schema.last_attempts
+        with self.engine.begin() as conn:
+            conn.execute(delete(t).where(t.c.source == source))
+            conn.execute(t.insert(), [{**attempt, "source": source}])
+
+    def last_attempt(self, source: str) -> dict[str, Any] | None:
+        t = schema.last_attempts
+        with self.engine.connect() as conn:
+            row = conn.execute(select(t).where(t.c.source == source)).first()
+        return None if row is None else {k: v for k, v in row._asdict().items() if k != "source"}

@@ -134,6 +134,18 @@ runs = Table(
     Index("ix_runs_source", "source", "finished_at"),
 )
 
+# Each source's last refresh attempt, whatever its outcome (a failed or blocked run commits
+# nothing to `runs`): what `freshness status` shows beside the last success.
+last_attempts = Table(
+    "last_attempts",
+    metadata,
+    Column("source", String(64), primary_key=True),
+    Column("run_id", String(64)),
+    Column("finished_at", Float, nullable=False),
+    Column("status", String(16), nullable=False),  # success | blocked | failure
+    Column("message", Text),
+)
+
 # Outbox of change events (new / changed / gone pages), written in the commit transaction.
 change_events = Table(
     "change_events",

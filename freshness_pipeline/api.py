@@ -1,0 +1,249 @@
+"""The public entry point: open an index by its home and sources file, then refresh it,
+search it, resolve a citation, read its status.
+
+    from freshness_pipeline import open_index
+
+    index = open_index("dagster_home", "sources.yaml")
+    index.refresh()                       # every source, through Dagster
+    for hit in index.search("how do I retry an upload?", k=3):
+        print(hit.score, hit.url, hit.heading_path, hit.key, hit.as_of)
+    index.resolve(hit.key)                # the cited section's current text, after redirects
+    index.status()                        # per source: the index, the last attempt and success
+
+The work of each method is imported when it is first called, so that opening an index
+and searching it never imports Dagster, and reading the status imports neither Dagster
+nor the embedding model. The home and the sources file are passed to the pipeline (and to
+Dagster's run processes) through `DAGSTER_HOME` and `FRESHNESS_SOURCES`, set for the length
+of each call: one `Index` at a time per process.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from .config import ConfigError, Settings, load_settings, sources_path
+from .core.alerts import alert_reasons
+from .core.run_counts import PAGES, counts_text, run_line
+
+if TYPE_CHECKING:
+    from .adapters.webhooks import Delivery
+    from .pipeline.reconcile import ReconcileReport
+    from .pipeline.search import Result as Hit
+
+__all__ = [
+    "PAGES",
+    "ConfigError",
+    "HomeNotFound",
+    "Hit",
+    "Index",
+    "alert_reasons",
+    "counts_text",
+    "history_rows",
+    "open_index",
+    "reported_errors",
+    "run_line",
+]
+
+Tier = Literal["hot", "warm", "cold"]
+HOME_ENV = "DAGSTER_HOME"
+SOURCES_ENV = "FRESHNESS_SOURCES"
+
+
+class HomeNotFound(ConfigError):
+    """A read of an index whose home folder does not exist (a mistyped `DAGSTER_HOME`)."""
+
+
+def reported_errors() -> tuple[type[Exception], ...]:
+    """The errors a command reports as one line (a bad sources file, damaged state)."""
+    from .pipeline.errors import REPORTED
+
+    return REPORTED
+
+
+def history_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A status row's `freshness_history` as people read it (UTC times, hours, rounded)."""
+    from .pipeline.history import history_rows as readable
+
+    return readable(rows)
+
+
+def open_index(
+    home: str | os.PathLike[str] | None = None,
+    sources: str | os.PathLike[str] | None = None,
+    *,
+    create: bool = False,
+) -> Index:
+    """The index kept in `home` (default `$DAGSTER_HOME`, else `./dagster_home`) for the
+    sources file `sources` (default `$FRESHNESS_SOURCES`, else `sources.yaml`). A home that
+    does not exist is a `HomeNotFound` error unless `create` (a refresh makes it)."""
+    chosen = home if home is not None else os.environ.get(HOME_ENV) or "dagster_home"
+    root = Path(chosen).expanduser().resolve()
+    if not root.is_dir() and not create:
+        why = "is not a folder" if root.exists() else "does not exist"
+        named = "$DAGSTER_HOME" if home is not None or os.environ.get(HOME_ENV) else "$DAGSTER_HOME is not set"
+        raise HomeNotFound(
+            f"the state folder {root} {why} ({named}); nothing is indexed there. "
+            "Check the path, or run `freshness run` to make it"
+        )
+    path = sources_path(sources).expanduser().resolve()
+    with _environment(root, path):
+        settings = load_settings(path)
+    return Index(root, path, settings)
+
+
+@dataclass(frozen=True)
+class Index:
+    """One home (state store, vector store, Dagster instance) and its sources file."""
+
+    home: Path
+    sources_file: Path
+    settings: Settings
+
+    @property
+    def source_names(self) -> list[str]:
+        return [s.name for s in self.settings.sources]
+
+    def names(self, source: str | None = None) -> list[str]:
+        """`[source]` checked against the sources file, or every source's name."""
+        return [self.settings.source(source).name] if source else self.source_names
+
+    # -- writing ----------------------------------------------------------------------
+
+    def refresh(
+        self,
+        source: str,
+        *,
+        tier: Tier | None = None,
+        allow_spike: bool = False,
+        verbose: bool = False,
+    ) -> dict[str, Any]:
+        """Refresh one source through Dagster and say how it went (`status` "success",
+        "blocked" or "failure", `message`, the counts, the checks that did not pass, the
+        pages in error). The outcome is also kept as the source's last attempt, which
+        `status` shows beside its last success."""
+        with _environment(self.home, self.sources_file):
+            from .defs.instance import write_instance_config
+            from .defs.runner import run_refresh
+            from .defs.tags import ALLOW_SPIKE_TAG
+
+            write_instance_config(self.home)  # the queue, pools and monitoring of docs/dagster.md
+            tags = {ALLOW_SPIKE_TAG: "true"} if allow_spike else None
+            outcome = run_refresh(
+                self.settings.source(source).name, tier=tier, tags=tags, log_level="INFO" if verbose else "CRITICAL"
+            )
+            from .pipeline.attempts import record_attempt
+
+            record_attempt(self.settings, source, outcome)
+            return outcome
+
+    def deliver(self) -> list[Delivery]:
+        """Send waiting change events to the configured webhooks, one `Delivery` each."""
+        with _environment(self.home, self.sources_file):
+            from .pipeline.delivery import deliver_all
+
+            return deliver_all(self.settings)
+
+    def reconcile(self, source: str, *, fix: bool = False) -> tuple[ReconcileReport, bool]:
+        """Compare the manifest with the vector store (and repair with `fix`): the report and
+        whether the source is clean now."""
+        with _environment(self.home, self.sources_file):
+            from .pipeline.reconcile import reconcile_source
+
+            return reconcile_source(self.settings, self.settings.source(source).name, fix=fix)
+
+    def migrate(self) -> str:
+        """Bring the state store's schema to the newest revision; one line saying what changed."""
+        with _environment(self.home, self.sources_file):
+            from .pipeline.maintenance import migrate
+
+            return migrate(self.settings)
+
+    # -- reading ----------------------------------------------------------------------
+
+    def indexed(self, names: list[str] | None = None) -> list[str]:
+        """The sources (of `names`, default all) that have committed an index."""
+        with _environment(self.home, self.sources_file):
+            from .pipeline.search import indexed_sources
+
+            return indexed_sources(self.settings, names or self.source_names)
+
+    def search(self, query: str, *, k: int = 5, source: str | None = None, record: bool = True) -> list[Hit]:
+        """The top `k` sections for `query`, each with its citation: `url`, `heading_path`,
+        `key` (for `resolve`), `start`/`end` in the live page text, and `as_of`, the date
+        an answer can say it is true as of. With `record`, the search counts for
+        `weak()` and the citation resolution rate."""
+        with _environment(self.home, self.sources_file):
+            from .pipeline.search import search
+
+            return search(self.settings, query, k=k, source=source, record=record)
+
+    def weak_threshold(self) -> float | None:
+        """The best-match score under which a search is weak, for the configured model."""
+        with _environment(self.home, self.sources_file):
+            from .pipeline.search import weak_threshold
+
+            return weak_threshold(self.settings)
+
+    def resolve(self, key: str, *, source: str | None = None) -> dict[str, Any] | None:
+        """A section key (from a citation) followed through renamed headings and moved pages
+        to the section's current text; None when unknown or its page is gone."""
+        if not key.strip():
+            raise ValueError("an empty key names no section; pass a key from a search result or citation")
+        with _environment(self.home, self.sources_file):
+            from .pipeline.search import resolve
+
+            return resolve(self.settings, key, source=source)
+
+    def status(self, source: str | None = None) -> list[dict[str, Any]]:
+        """Per source: pages and sections indexed, the last attempt and the last success,
+        the index's health, the freshness score and why it alerts."""
+        with _environment(self.home, self.sources_file):
+            from .pipeline.source_status import source_status
+
+            return [source_status(self.settings, name) for name in self.names(source)]
+
+    def records(self, source: str | None = None) -> Iterator[dict[str, Any]]:
+        """Every record of the committed index (of one source, or of every source)."""
+        from .pipeline.search import dump
+
+        for name in self.names(source):
+            with _environment(self.home, self.sources_file):
+                yield from dump(self.settings, name)
+
+    def weak(self, days: float = 90) -> list[dict[str, Any]]:
+        """Searches of the last `days` whose best match was weak, newest first."""
+        if not days >= 1:  # also refuses NaN
+            raise ValueError(f"days must be at least 1, not {days}")
+        with _environment(self.home, self.sources_file):
+            from .pipeline.history import weak_searches
+
+            return weak_searches(self.settings, days=days)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Hit":  # the search result type, loaded with the search
+        from .pipeline.search import Result
+
+        return Result
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@contextmanager
+def _environment(home: Path, sources: Path) -> Iterator[None]:
+    """`DAGSTER_HOME` and `FRESHNESS_SOURCES` for the pipeline and Dagster's processes,
+    restored afterwards."""
+    before = {k: os.environ.get(k) for k in (HOME_ENV, SOURCES_ENV)}
+    os.environ[HOME_ENV], os.environ[SOURCES_ENV] = str(home), str(sources)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

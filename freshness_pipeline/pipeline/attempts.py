@@ -1,0 +1,47 @@
+"""Each source's last refresh attempt, whatever its outcome: a failed or blocked run commits
+nothing to the run log, so without this `freshness status` would show the previous success
+as if nothing had happened since. The entry point records every refresh it runs."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from ..adapters.state.store import StateStore, migrate
+from ..config import Settings, state_url
+
+
+def not_refreshed(attempt: Mapping[str, Any] | None, last_success: Mapping[str, Any] | None) -> str | None:
+    """Why the index has not refreshed: the last attempt ended without a commit after the
+    last success (or there was never one). None when the last attempt succeeded."""
+    if attempt is None or attempt["status"] == "success":
+        return None
+    if last_success is not None and last_success["finished_at"] >= attempt["finished_at"]:
+        return None  # a success recorded after this attempt (a run the CLI did not launch)
+    since = time.strftime("%Y-%m-%d %H:%M", time.localtime(last_success["finished_at"])) if last_success else None
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(attempt["finished_at"]))
+    head = f"the last refresh ({when}) {'was blocked' if attempt['status'] == 'blocked' else 'failed'}"
+    tail = f"the index is as of the last success, {since}" if since else "nothing was ever indexed"
+    return f"{head}: {attempt.get('message') or 'no message'}; {tail}"
+
+
+def record_attempt(settings: Settings, name: str, outcome: Mapping[str, Any]) -> None:
+    """Keep a refresh's outcome (`defs/runner.py`'s summary) as the source's last attempt.
+    The store is brought to the newest schema first: a run that failed before its first
+    step never migrated it."""
+    url = state_url(settings)
+    migrate(url)
+    store = StateStore(url)
+    try:
+        store.runs.record_attempt(
+            name,
+            {
+                "run_id": outcome.get("run_id"),
+                "finished_at": time.time(),
+                "status": str(outcome.get("status") or "failure"),
+                "message": outcome.get("message"),
+            },
+        )
+    finally:
+        store.close()
