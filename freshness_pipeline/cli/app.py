@@ -85,7 +85,9 @@ def run(
     from .. import progress
     from ..defs.runner import run_refresh
     from ..defs.tags import ALLOW_SPIKE_TAG
+    from ..pipeline.maintenance import require_writable_home
 
+    require_writable_home(dagster_home())  # before Dagster opens its storage there
     settings = _settings(ctx, sources)
     progress.attach()
     tags = {ALLOW_SPIKE_TAG: "true"} if allow_spike else None
