@@ -20,7 +20,7 @@ from sqlalchemy import Connection, Engine, Row, Select, Table, delete, exists, s
 from ...core.models import Section
 from ...core.state import ChangeEvent, PageRow
 from . import schema
-from .dialect import chunks, insert_ignore_rows, upsert_rows
+from .dialect import chunks, insert_ignore_rows, upsert_rows, upsert_select
 from .section_rows import _unsigned, section_fields
 
 BATCH = 1000  # rows per read and per write
@@ -410,26 +410,11 @@ def _section(v: Sequence[Any], as_of: str | None = None) -> Section:
 
 def promote_page_rows(conn: Connection, source: str, run_id: str) -> list[str] | None:
     """Inside the commit's transaction `conn`: `run_id`'s staged page rows become the
-    source's `pages` rows (a NULL staged text keeps the committed one; the signature stays
-    the commit's). Returns the template blocks its crawl learned, None when it kept them."""
-    t, last = schema.staged_page_rows, ""
-    fields = [t.c[n] for n in _STAGED_PAGE_FIELDS if n != "source"]
-    while True:
-        q = (
-            select(*fields)
-            .where(t.c.source == source, t.c.run_id == run_id, t.c.url > last)
-            .order_by(t.c.url)
-            .limit(BATCH)
-        )
-        rows = conn.execute(q).all()
-        if not rows:
-            break
-        last = rows[-1].url
-        with_text = [{"source": source, **r._asdict()} for r in rows if r.markdown is not None]
-        without_text = [{"source": source, **r._asdict()} for r in rows if r.markdown is None]
-        for d in without_text:
-            del d["markdown"]
-        for dicts in (with_text, without_text):
-            upsert_rows(conn, schema.pages, dicts, ["source", "url"])
+    source's `pages` rows, in one statement (a NULL staged text keeps the committed one; the
+    signature stays the commit's). Returns the template blocks its crawl learned, None when
+    it kept them."""
+    t, names = schema.staged_page_rows, list(_STAGED_PAGE_FIELDS)
+    rows = select(*(t.c[n] for n in names)).where(t.c.source == source, t.c.run_id == run_id)
+    upsert_select(conn, schema.pages, names, rows, ["source", "url"], keep_stored=("markdown",))
     r = schema.staged_runs
     return conn.execute(select(r.c.template_blocks).where(r.c.source == source, r.c.run_id == run_id)).scalar()
