@@ -130,7 +130,9 @@ class Index:
             from .defs.instance import write_instance_config
             from .defs.runner import run_refresh
             from .defs.tags import ALLOW_SPIKE_TAG
+            from .pipeline.maintenance import require_writable_home
 
+            require_writable_home(self.home)  # one clear line before Dagster writes its storage there
             write_instance_config(self.home)  # the queue, pools and monitoring of docs/dagster.md
             tags = {ALLOW_SPIKE_TAG: "true"} if allow_spike else None
             outcome = run_refresh(

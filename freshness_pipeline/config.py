@@ -120,6 +120,9 @@ class FetchPolicy(_Strict):
     # More than this share of one run's fetched pages redirecting to one URL is an outage
     # (a maintenance page): they are held as errors, even with the spike override.
     max_redirect_share: Share = 0.5
+    # More than this share of them turning, each from its own last text, into one same text
+    # (a maintenance page served with 200) is an outage too: held the same way.
+    max_identical_share: Share = 0.5
 
     def response_rules(self) -> ResponseRules:
         return ResponseRules(max_bytes=self.max_bytes, soft_404_min_chars=self.soft_404_min_chars)
@@ -129,6 +132,7 @@ class FetchPolicy(_Strict):
             missing_after=self.missing_after,
             max_gone_share=self.max_gone_share,
             max_redirect_share=self.max_redirect_share,
+            max_identical_share=self.max_identical_share,
             soft_404_min_chars=self.soft_404_min_chars,
         )
 

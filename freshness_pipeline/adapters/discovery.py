@@ -1,7 +1,9 @@
 """Discovery: the page URLs of a source, from its sitemaps (or robots.txt `Sitemap:` lines)
 and from link discovery within a scope. Bounded: `discovery.max_sitemaps` files and
 `max_sitemap_depth` index levels, `max_pages` and `max_depth` for links; hitting a bound is
-said in `Discovery.warnings`. Link discovery's answers are kept (`Discovery.answer`) so the
+said in `Discovery.warnings` (once per bound). Discovery spends the run's `fetch.run_budget_s`
+like the pages: when it runs out first, discovery fails (`DiscoveryError`), since a partial
+list must not make the pages it missed look gone. Link discovery's answers are kept (`Discovery.answer`) so the
 crawl fetches each page once per run.
 """
 
@@ -87,6 +89,7 @@ def discover(fetcher: Fetcher, source: Source, known: Mapping[str, Target]) -> D
     reader = _SitemapReader(fetcher, source, add, found.warnings)
     for sitemap in sitemaps:
         reader.read(sitemap, depth=0)
+    reader.finish()
     if source.start_urls:
         for raw in _crawl_links(fetcher, source, known, found):
             add(raw)
@@ -103,21 +106,22 @@ class _SitemapReader:
         self._fetcher, self._add, self._warnings = fetcher, add, warnings
         self._policy = source.discovery
         self._visited: set[str] = set()
-
-    def _warn(self, message: str) -> None:
-        if message not in self._warnings:
-            self._warnings.append(message)
+        # Sitemaps left unread, by the bound that left them: said once each, with a count
+        # (a site listing thousands of sitemaps made a message of a quarter megabyte).
+        self._unread: dict[str, list[str]] = {}
 
     def read(self, url: str, depth: int) -> None:
         p = self._policy
         if url in self._visited:
             return
         if depth > p.max_sitemap_depth:
-            self._warn(f"sitemap {url} is deeper than discovery.max_sitemap_depth ({p.max_sitemap_depth}): not read")
+            self._unread.setdefault(f"deeper than discovery.max_sitemap_depth ({p.max_sitemap_depth})", []).append(url)
             return
         if len(self._visited) >= p.max_sitemaps:
-            self._warn(f"discovery.max_sitemaps ({p.max_sitemaps}) reached: sitemap {url} and later ones not read")
+            self._unread.setdefault(f"over discovery.max_sitemaps ({p.max_sitemaps})", []).append(url)
             return
+        if spent := self._fetcher.budget_spent():
+            raise DiscoveryError(f"{spent} before sitemap {url} was read: discovery did not finish")
         self._visited.add(url)
         root = self._parse(url)
         kind = etree.QName(root).localname
@@ -132,6 +136,12 @@ class _SitemapReader:
         else:
             raise DiscoveryError(f"sitemap {url}: root <{kind}> is neither <urlset> nor <sitemapindex>")
 
+    def finish(self) -> None:
+        """One warning per bound that left sitemaps unread: how many, and the first one."""
+        for why, urls in self._unread.items():
+            more = f" and {len(urls) - 1} more" if len(urls) > 1 else ""
+            self._warnings.append(f"{len(urls)} sitemaps {why} not read: {urls[0]}{more}")
+
     def _parse(self, url: str) -> etree._Element:
         try:
             status, body = self._fetcher.download(url, limit=MAX_SITEMAP_BYTES)
@@ -141,6 +151,8 @@ class _SitemapReader:
                 body = gunzip(body, MAX_SITEMAP_BYTES)
             return etree.fromstring(body, parser=_XML_PARSER)
         except (httpx.HTTPError, zlib.error) as exc:
+            if spent := self._fetcher.budget_spent():  # the read ran into the run's end
+                raise DiscoveryError(f"sitemap {url}: not read, {spent}: discovery did not finish") from exc
             raise DiscoveryError(f"sitemap {url}: {describe(exc)}") from exc
         except etree.XMLSyntaxError as exc:
             raise DiscoveryError(f"sitemap {url}: not valid XML ({exc})") from exc
@@ -180,6 +192,8 @@ def _crawl_links(fetcher: Fetcher, source: Source, known: Mapping[str, Target], 
         if not frontier or len(pages) >= d.max_pages:
             break
         results = {r.url: r for r in fetcher.fetch(frontier)}
+        if spent := fetcher.budget_spent():  # pages were left unread: their links unknown
+            raise DiscoveryError(f"link discovery did not finish: {spent}")
         for res in results.values():
             found.keep(res)
         if depth == 0:

@@ -135,6 +135,16 @@ class Fetcher(AbstractContextManager["Fetcher"]):
         """See `discovery.discover`."""
         return discover(self, self._source, known or {})
 
+    def budget_left(self) -> float:
+        """Seconds left of the run's `fetch.run_budget_s` (discovery spends it too)."""
+        return self._budget_ends - time.monotonic()
+
+    def budget_spent(self) -> str | None:
+        """Why no more requests start, once the run budget is spent; None before."""
+        if self.budget_left() > 0:
+            return None
+        return f"the run's fetch.run_budget_s ({self._policy.run_budget_s:g}s) is spent"
+
     # -- fetching ------------------------------------------------------------------
 
     def fetch(self, targets: Sequence[Target]) -> Iterator[FetchResult]:
@@ -159,8 +169,8 @@ class Fetcher(AbstractContextManager["Fetcher"]):
 
     def _fetch_one(self, target: Target) -> FetchResult:
         p = self._policy
-        if time.monotonic() > self._budget_ends:
-            why = f"not fetched: the run's fetch.run_budget_s ({p.run_budget_s:g}s) is spent; kept, fetched next run"
+        if spent := self.budget_spent():
+            why = f"not fetched: {spent}; kept, fetched next run"
             return self._result(target, target.fetch_url, Outcome.SKIPPED, why)
         deadline = Deadline(p.page_deadline_s)
         self._scope.deadline(deadline)
@@ -315,11 +325,13 @@ class Fetcher(AbstractContextManager["Fetcher"]):
 
     def download(self, url: str, *, gated: bool = True, limit: int = MAX_SITEMAP_BYTES) -> tuple[int, bytes]:
         """GET with redirects (each hop in scope), retried on 5xx/429/transport errors, within
-        one page deadline: robots.txt and sitemaps."""
+        one page deadline and what is left of the run budget: robots.txt and sitemaps."""
         p = self._policy
         if why := self._scope.refuse(url):
             raise Refused(why)
-        deadline = Deadline(p.page_deadline_s)
+        if spent := self.budget_spent():
+            raise Unusable(spent)
+        deadline = Deadline(min(p.page_deadline_s, self.budget_left()))
 
         def once() -> tuple[int, bytes]:
             slot: AbstractContextManager[None] = self._gate(url).slot() if gated else nullcontext()
@@ -331,7 +343,8 @@ class Fetcher(AbstractContextManager["Fetcher"]):
                     body = read_capped(resp, limit)
             except httpx.HTTPError as exc:
                 if deadline.expired:
-                    raise Unusable(f"over fetch.page_deadline_s ({p.page_deadline_s:g}s)") from exc
+                    why = self.budget_spent() or f"over fetch.page_deadline_s ({p.page_deadline_s:g}s)"
+                    raise Unusable(why) from exc
                 raise
             if body is None:
                 raise Unusable(f"over {limit} bytes")

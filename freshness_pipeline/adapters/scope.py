@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Iterable
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -127,20 +128,54 @@ def _shutdown(sock: socket.socket) -> None:
         pass  # already closed
 
 
+ANY_PORT = 0  # a bare host name in `fetch.allowed_hosts`: every port of it
+
+
+def _port(url_or_host: str) -> int | None:
+    """The port a URL (or a `host:port`) names; None for a web default (80, 443: a site
+    moving from http to https stays in scope) or none written. -1 when it does not parse."""
+    text = url_or_host.strip()
+    try:
+        port = urlsplit(text if "//" in text else f"//{text}").port
+    except ValueError:
+        return -1
+    return None if port in (None, 80, 443) else port
+
+
+def _allowed_port(entry: str) -> int | None:
+    """What an entry of the allowed hosts lets through: a URL or `host:port` that port (or
+    the web defaults), a bare host name any port (the operator named a machine)."""
+    text = entry.strip()
+    if "//" in text:
+        return _port(text)
+    try:
+        written = urlsplit(f"//{text}").port
+    except ValueError:
+        return -1
+    return ANY_PORT if written is None else _port(text)
+
+
+def _named(host: str, port: int | None) -> str:
+    return host if port in (None, ANY_PORT) else f"{host}:{port}"
+
+
 class Scope:
-    """The hosts a source may fetch and whether private addresses are allowed."""
+    """The hosts (and ports) a source may fetch and whether private addresses are allowed.
+    The default hosts are the sitemap's and start URLs': another port of those machines (a
+    sitemap entry pointing at another service) is out of scope."""
 
     def __init__(self, hosts: Iterable[str], *, allow_private: bool) -> None:
-        self.hosts = frozenset(site_host(h) for h in hosts if site_host(h))
+        self.hosts = frozenset((site_host(h), _allowed_port(h)) for h in hosts if site_host(h))
         self.allow_private = allow_private
         self._local = threading.local()  # the Deadline of the page this thread is fetching
 
     def refuse(self, url: str) -> str | None:
         """Why `url` may not be requested, or None."""
-        host = site_host(url)
-        if host not in self.hosts:
-            allowed = ", ".join(sorted(self.hosts))
-            return f"refused: host {host or '(none)'} is not in the source's fetch.allowed_hosts ({allowed})"
+        host, port = site_host(url), _port(url)
+        if (host, port) not in self.hosts and (host, ANY_PORT) not in self.hosts:
+            allowed = ", ".join(sorted(_named(h, p) for h, p in self.hosts))
+            named = _named(host, port) if host else "(none)"
+            return f"refused: host {named} is not in the source's fetch.allowed_hosts ({allowed})"
         if not self.allow_private and (kind := _literal_kind(host)):
             return _private(host, kind)
         return None

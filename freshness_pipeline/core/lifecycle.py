@@ -10,12 +10,14 @@ The one place where a page is declared gone:
 - Only a 301/308 moves a page (its row and text go to the final URL); a 302/303/307 keeps
   it under its own URL with its last text.
 - An answer shared by too many pages at once is the site's trouble, not news about each
-  page: many pages redirecting to one URL (`hold_mass_redirects`, always) or many live
-  pages gone at once (`hold_mass_gone`, unless the operator allows it) are held as errors.
-  Both compare with the pages fetched in *this* run, so a tier run is judged on its own.
+  page: many pages redirecting to one URL (`hold_mass_redirects`, always), many pages
+  turning from their own last text into one same text (`hold_mass_identical`, always: a
+  maintenance page served with 200) or many live pages gone at once (`hold_mass_gone`,
+  unless the operator allows it) are held as errors. Each compares with the pages fetched
+  in *this* run, so a tier run is judged on its own.
 
 The shell (`pipeline/crawl.py`) fetches and extracts, passes the results through
-`hold_mass_redirects`, records the answers batch by batch in a `Ledger` (reading the stored
+`hold_mass_redirects` and `hold_mass_identical`, records the answers batch by batch in a `Ledger` (reading the stored
 text of the pages `needs_last_text` names), applies `hold_mass_gone` to its decisions and
 saves the rows. `settle_crawl` is the same run in one call (the tests use it).
 """
@@ -39,6 +41,7 @@ __all__ = [
     "LifecyclePolicy",
     "apply_answers",
     "hold_mass_gone",
+    "hold_mass_identical",
     "hold_mass_redirects",
     "needs_last_text",
     "settle_crawl",
@@ -52,6 +55,7 @@ class LifecyclePolicy:
     missing_after: int = 3  # consecutive unanswered misses before a known page is gone
     max_gone_share: float = 0.5  # of the live pages fetched: more gone at once is an outage
     max_redirect_share: float = 0.5  # of the pages fetched: more redirecting to one URL is one
+    max_identical_share: float = 0.5  # of the pages fetched: more turning into one text is one
     soft_404_min_chars: int = 200  # a page that had more text and drops under this is flagged
     errors_before_flag: int = 3  # consecutive errors before a page is flagged for review
     kept_change_times: int = 16  # the last change times a row keeps (for its tier)
@@ -144,6 +148,35 @@ def hold_mass_redirects(results: list[FetchResult], policy: LifecyclePolicy) -> 
                 f"held: {n} of {fetched} pages fetched this run redirect to {r.final_url} (over "
                 f"fetch.max_redirect_share {limit:.0%}); treated as an outage (a maintenance page?), "
                 "nothing moved or changed, fetched again next run"
+            )
+            r = FetchResult(r.url, Outcome.ERROR, status_code=r.status_code, reason=why, fetched_at=r.fetched_at)
+        out.append(r)
+    return out
+
+
+def hold_mass_identical(
+    results: list[FetchResult], turned: Mapping[str, str], known: Mapping[str, PageRow], policy: LifecyclePolicy
+) -> list[FetchResult]:
+    """`results` with every page whose text turned into an over-shared text turned into an
+    ERROR that says why (its last text is kept). `turned`: URL -> `text_shape` of the pages
+    whose new extract differs from their stored text. Only pages that had a text of their own
+    count towards the share (each judged against its own history, whatever its length); a
+    new page showing that same text is held with them."""
+    fetched, limit = len(results), policy.max_identical_share
+    had = Counter(
+        shape for url, shape in turned.items() if (k := known.get(url)) is not None and k.text_hash is not None
+    )
+    held = {shape: n for shape, n in had.items() if n >= 2 and n > limit * fetched}
+    if not held:
+        return results
+    out = []
+    for r in results:
+        n = held.get(turned.get(r.url, "")) if r.outcome is Outcome.OK else None
+        if n:
+            why = (
+                f"held: {n} of {fetched} pages fetched this run turned into one same text (over "
+                f"fetch.max_identical_share {limit:.0%}); treated as an outage (a maintenance page?), "
+                "its last text kept, fetched again next run"
             )
             r = FetchResult(r.url, Outcome.ERROR, status_code=r.status_code, reason=why, fetched_at=r.fetched_at)
         out.append(r)

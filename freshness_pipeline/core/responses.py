@@ -7,6 +7,7 @@ history and of the site's own not-found page.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -87,6 +88,12 @@ class NotFoundTemplate:
 
 def _words(text: str) -> list[str]:
     return _URLISH.sub(" ", text.casefold()).split()
+
+
+def text_shape(text: str) -> str:
+    """What pages serving one error or maintenance page have in common: the words of the
+    text, case and the URLs it echoes aside (a hash)."""
+    return hashlib.sha256(" ".join(_words(text)).encode()).hexdigest()
 
 
 def has_login_form(html: str) -> bool:

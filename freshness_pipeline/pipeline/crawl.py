@@ -25,12 +25,13 @@ from ..core.lifecycle import (
     CrawlRun,
     Ledger,
     hold_mass_gone,
+    hold_mass_identical,
     hold_mass_redirects,
     needs_last_text,
 )
 from ..core.models import FetchResult, Outcome, PageText
 from ..core.noise import learn_template_blocks
-from ..core.responses import NotFoundTemplate, has_login_form
+from ..core.responses import NotFoundTemplate, has_login_form, text_shape
 from ..core.state import PageRow, SourceState
 from ..core.tiers import tier_for
 from .context import SourceContext
@@ -115,11 +116,12 @@ def crawl(ctx: SourceContext, *, run_id: str, tier: str | None = None, allow_mas
             )
             jobs = _extract_jobs(fetched, results, tuple(src.noise.disabled_rules), login)
             same: dict[str, tuple[str | None, str | None]] = {}
-            texts = _changed_texts(parallel_map(extract_one, jobs), known, same)
+            turned: dict[str, str] = {}
+            texts = _changed_texts(parallel_map(extract_one, jobs), known, same, turned)
             extracted = staging.add_extracts(src.name, run_id, texts) + len(same)  # batch by batch, not kept
             not_found = _not_found_template(fetcher, targets, src) if extracted else None
         policy = src.fetch.lifecycle_rules()
-        results = hold_mass_redirects(results, policy)
+        results = hold_mass_identical(hold_mass_redirects(results, policy), turned, known, policy)
         now = time.time()
         run = CrawlRun(src.name, now, found.listed, found.lastmod, {t.url: t.fetch_url for t in targets}, not_found)
         ledger = Ledger(known, run, policy)
@@ -129,7 +131,7 @@ def crawl(ctx: SourceContext, *, run_id: str, tier: str | None = None, allow_mas
             ledger.decisions, known, fetched_live=fetched_live, policy=policy, allow=allow_mass_gone
         )
         _report_decisions(report, decided)
-        _save_rows(ctx, report, known, decided.rows, now)
+        _save_rows(ctx, report, known, decided.rows, now, run_id)
         report.crawled = len(results)
         report.outcomes = dict(Counter(r.outcome.value for r in results))
         report.seconds = time.time() - started
@@ -138,32 +140,43 @@ def crawl(ctx: SourceContext, *, run_id: str, tier: str | None = None, allow_mas
 
 
 def _save_rows(
-    ctx: SourceContext, report: CrawlReport, known: dict[str, PageRow], rows: dict[str, PageRow], now: float
+    ctx: SourceContext,
+    report: CrawlReport,
+    known: dict[str, PageRow],
+    rows: dict[str, PageRow],
+    now: float,
+    run_id: str,
 ) -> None:
-    """Each row's tier, the rows saved, what the report says of the whole source, and the
+    """Each row's tier, the rows staged, what the report says of the whole source, and the
     template blocks learned again when any page changed."""
     tier_rules = ctx.source.tiers.url_rules()
     for row in rows.values():
         row.tier = tier_for(row.url, tier_rules, change_times=row.change_times, first_seen=row.first_seen, now=now)
-    ctx.store.pages.save(rows.values())  # rows loaded without their text keep it
+    ctx.store.staging.save_page_rows(ctx.name, run_id, rows.values())  # rows without their text keep it
     pages = {**known, **rows}
     report.tiers = dict(Counter(p.tier for p in pages.values() if p.state == "live"))
     report.for_review = {u: p.flag for u, p in sorted(pages.items()) if p.flag}
     live = [u for u, p in pages.items() if p.state == "live"]
-    _learn_templates(ctx, live, changed=report.changed_pages + report.new_pages > 0)
+    _learn_templates(ctx, live, run_id, changed=report.changed_pages + report.new_pages > 0)
 
 
 def _changed_texts(
-    texts: Iterator[PageText], known: dict[str, PageRow], same: dict[str, tuple[str | None, str | None]]
+    texts: Iterator[PageText],
+    known: dict[str, PageRow],
+    same: dict[str, tuple[str | None, str | None]],
+    turned: dict[str, str],
 ) -> Iterator[tuple[str, str, str | None, str | None, str | None]]:
     """The extracts to stage: a text equal to the page's stored one is not staged (only its
-    title and date are kept, in `same`); its batch reads the stored text back."""
+    title and date are kept, in `same`); its batch reads the stored text back. A new text's
+    shape lands in `turned` (`hold_mass_identical` reads it)."""
     for e in texts:
         k = known.get(e.url)
         if e.error is None and k is not None and k.text_hash == hashlib.sha256(e.markdown.encode()).hexdigest():
             same[e.url] = (e.title, e.date)
-        else:
-            yield e.url, e.markdown, e.title, e.date, e.error
+            continue
+        if e.error is None:
+            turned[e.url] = text_shape(e.markdown)
+        yield e.url, e.markdown, e.title, e.date, e.error
 
 
 def _apply_in_batches(
@@ -175,9 +188,9 @@ def _apply_in_batches(
     same: dict[str, tuple[str | None, str | None]],
 ) -> None:
     """Record the answers in their order, reading the staged extracts (and the stored text
-    of the pages whose text is the same) a batch at a time. A row with new text is saved
+    of the pages whose text is the same) a batch at a time. A row with new text is staged
     once its batch is recorded and its text let go, unless a redirect may still land on it
-    (those are saved with the rest at the end)."""
+    (those are staged with the rest at the end)."""
     landing = {r.final_url for r in results if r.final_url}
     rows = ledger.decisions.rows
     for i in range(0, len(results), SAVE_BATCH):
@@ -197,9 +210,9 @@ def _apply_in_batches(
             and row.state == "live"
             and row.url not in landing
         ]
-        ctx.store.pages.save(done)
+        ctx.store.staging.save_page_rows(ctx.name, run_id, done)
         for row in done:
-            row.markdown = None  # stored: the final save keeps it
+            row.markdown = None  # staged: the final save keeps it
     ctx.store.staging.drop_extracts(ctx.name, run_id)
 
 
@@ -343,20 +356,19 @@ def _report_decisions(report: CrawlReport, decided: CrawlDecisions) -> None:
     report.new_pages, report.changed_pages = decided.new_pages, decided.changed_pages
 
 
-def _learn_templates(ctx: SourceContext, live: list[str], *, changed: bool) -> None:
-    """Relearn the source's repeated blocks when any page changed (see
-    `learn_template_blocks` for the hysteresis); creates the source's state on its first crawl."""
+def _learn_templates(ctx: SourceContext, live: list[str], run_id: str, *, changed: bool) -> None:
+    """Relearn the source's repeated blocks from this run's texts when any page changed (see
+    `learn_template_blocks` for the hysteresis), staged for the commit like the page rows;
+    creates the source's state (with no blocks yet) on its first crawl."""
     store, src = ctx.store, ctx.source
     state = store.sources.get(src.name)
-    if state is not None and not changed:
-        return
-    kept = state.template_blocks if state else ()
-    texts = (markdown for _, markdown in store.pages.iter_markdown(src.name, live))  # not all at once
-    learned = sorted(learn_template_blocks(texts, share=src.noise.repeated_block_share, keep=kept))
     if state is None:
         v = ctx.versions
         state = SourceState(src.name, v.normalizer, v.chunker, v.model, v.dims)
-    elif learned == sorted(state.template_blocks):
+        store.sources.save(state)
+    elif not changed:
         return
-    state.template_blocks = learned
-    store.sources.save(state)
+    texts = (md for _, md in store.pages.iter_markdown(src.name, live, run_id=run_id))  # not all at once
+    learned = sorted(learn_template_blocks(texts, share=src.noise.repeated_block_share, keep=state.template_blocks))
+    if learned != sorted(state.template_blocks):
+        store.staging.stage_template_blocks(src.name, run_id, learned)

@@ -122,6 +122,7 @@ def apply_plan(
             signatures=staged.signatures(),
             events=staged.staging.events(src.name, planned.run_id),
             run={**run, "finished_at": time.time()},
+            staged_run=planned.run_id,  # the crawl's page rows become the pages' only now
         )
         staged.drop()
         crash_point("committed")

@@ -51,7 +51,8 @@ def current_sections(ctx: SourceContext, *, run_id: str) -> SectionsReport:
                 out.reindex_reason = "version change: " + "; ".join(diffs)
             elif state.generation > 0 and (asked := store.metrics.pending_reindex(src.name)):
                 out.reindex_reason = asked["reason"]  # e.g. repeated golden-set misses (pipeline/golden.py)
-            _stage(ctx, staging, out, state.template_blocks)
+            learned = staging.template_blocks(src.name, run_id)  # this run's crawl's, until it commits
+            _stage(ctx, staging, out, state.template_blocks if learned is None else learned)
         out.seconds = time.time() - started
         staging.finish(src.name, run_id, "sections", {"seconds": out.seconds, "reindex_reason": out.reindex_reason})
     return out
@@ -61,12 +62,12 @@ def _stage(ctx: SourceContext, staging: Staging, out: SectionsReport, template_b
     """Stage the gone pages, then segment the dirty ones and stage their sections."""
     src = ctx.source
     thash = template_hash(template_blocks)
-    pages = ctx.store.pages.load(src.name, with_markdown=False)
+    pages = ctx.store.pages.load(src.name, with_markdown=False, run_id=out.run_id)  # as this run's crawl saw them
     dirty, gone = _dirty(ctx, pages, thash, out)
     staging.add_pages(src.name, out.run_id, gone)
     out.gone_pages = len(gone)
     blocks = frozenset(template_blocks)
-    texts = ctx.store.pages.iter_markdown(src.name, sorted(dirty))  # read by chunks, not all at once
+    texts = ctx.store.pages.iter_markdown(src.name, sorted(dirty), run_id=out.run_id)  # by chunks, not all at once
     jobs = (SegmentJob(url, md, pages[url].page_date, pages[url].title, blocks, ctx.tokenizer) for url, md in texts)
     results = parallel_map(segment_one, jobs)
     while part := list(islice(results, STAGE_BATCH)):

@@ -5,6 +5,7 @@ redirects told from moves, and unreachable start URLs."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -135,7 +136,10 @@ def test_hosts_outside_the_source_are_refused(site: SiteServer) -> None:
         got = {r.url: r for r in f.fetch(targets)}
     direct = got[normalize_url(foreign)]
     assert direct.outcome is Outcome.ERROR
-    assert "refused: host localhost is not in the source's fetch.allowed_hosts (127.0.0.1)" in direct.reason
+    port = site.base_url.rsplit(":", 1)[1]
+    assert (
+        f"refused: host localhost:{port} is not in the source's fetch.allowed_hosts (127.0.0.1:{port})" in direct.reason
+    )
     assert got["x"].outcome is Outcome.ERROR and "refused: host localhost" in got["x"].reason
     assert not any(h.get("host", "").startswith("localhost") for _, _, h in site.requests)  # never asked
     allowed = one(site, "/docs/away", allowed_hosts=["127.0.0.1", "localhost"])
@@ -206,7 +210,26 @@ def test_sitemap_fan_out_is_capped_and_said(site: SiteServer) -> None:
         found = f.discover()
     sitemap_requests = sum(1 for _, p, _ in site.requests if p.endswith(".xml"))
     assert sitemap_requests == 20
-    assert any("discovery.max_sitemaps (20) reached" in w for w in found.warnings)
+    # Said once, with a count, not once per sitemap left unread.
+    (said,) = [w for w in found.warnings if "discovery.max_sitemaps (20)" in w]
+    assert re.fullmatch(r"\d+ sitemaps over discovery\.max_sitemaps \(20\) not read: http\S+ and \d+ more", said), said
+
+
+def test_discovery_spends_the_run_budget(site: SiteServer) -> None:
+    """Sitemaps that answer slowly stop discovery at `run_budget_s`, as a `DiscoveryError`
+    (a partial list would make the pages it missed look gone), instead of taking
+    `page_deadline_s` per sitemap."""
+    site.sitemap, site.sitemap_children, site.hang_s = "index", 12, 1.0
+    site.pages["/docs/a"] = Page("<p>a</p>")
+    for i in range(12):
+        site.faults[f"/sitemap-{i}.xml.gz"] = ["hang"]
+    started = time.monotonic()
+    with (
+        Fetcher(source(site, page_deadline_s=5.0, run_budget_s=1.5)) as f,
+        pytest.raises(DiscoveryError, match=r"fetch\.run_budget_s \(1\.5s\) is spent"),
+    ):
+        f.discover()
+    assert time.monotonic() - started < 1.5 + 1.5  # twelve hanging sitemaps would take 12 s
 
 
 def test_a_sitemap_chain_deeper_than_the_cap_is_said(site: SiteServer) -> None:

@@ -15,11 +15,13 @@ from freshness_pipeline.core.lifecycle import (
     CrawlRun,
     LifecyclePolicy,
     apply_answers,
+    hold_mass_identical,
     hold_mass_redirects,
     needs_last_text,
     settle_crawl,
 )
 from freshness_pipeline.core.models import FetchResult, Outcome, PageText
+from freshness_pipeline.core.responses import text_shape
 from freshness_pipeline.core.state import PageRow
 
 SITE = "http://docs.test"
@@ -237,6 +239,23 @@ def test_mass_redirects_to_one_url_are_held_as_errors() -> None:
     held = hold_mass_redirects(results, POLICY)
     assert [r.outcome for r in held] == [Outcome.ERROR] * 4 + [Outcome.OK]
     assert hold_mass_redirects(results[3:], POLICY) == results[3:]  # one redirect is no outage
+
+
+def test_many_pages_turning_into_one_text_are_held_as_errors() -> None:
+    """Judged against each page's own history, whatever the text's length: pages that had a
+    text of their own count; new pages showing the outage text are held with them."""
+    known = {u: _live(u, text=f"{LONG} page {i}") for i, u in enumerate(URLS[:5])}
+    results = [FetchResult(u, Outcome.OK, 200) for u in URLS]
+    outage = {u: text_shape(LONG) for u in URLS[:4]} | {URLS[5]: text_shape(LONG)}  # p5: a new page
+    turned = outage | {URLS[4]: text_shape(LONG + " an edit")}
+    held = hold_mass_identical(results, turned, known, POLICY)
+    assert [r.outcome for r in held] == [Outcome.ERROR] * 4 + [Outcome.OK] + [Outcome.ERROR]
+    assert "4 of 6 pages fetched this run turned into one same text" in (held[0].reason or "")
+    # Echoed URLs aside, one text is one text; three pages of six are no outage.
+    assert text_shape(f"Back soon. {URLS[0]}") == text_shape(f"back soon. {URLS[1]}")
+    assert hold_mass_identical(results, {u: text_shape(LONG) for u in URLS[:3]}, known, POLICY) == results
+    # New pages alone have no history to turn from (a site launched with stub pages).
+    assert hold_mass_identical(results, {u: text_shape(LONG) for u in URLS}, {}, POLICY) == results
 
 
 def test_a_text_already_stored_is_not_written_again() -> None:

@@ -112,6 +112,20 @@ def readers(app: Freshness, home: Path, *commands: tuple[str, ...]) -> list[Read
     return [Read(r["code"], r["stdout"], r["stderr"]) for r in json.loads(done.stdout.splitlines()[-1])]
 
 
+def test_a_run_on_a_home_it_cannot_write_says_so_in_one_line(built: tuple, dagster_home: Path) -> None:
+    app, docs, site = built
+    before = texts(app.dump())
+    chmod_tree(dagster_home, writable=False)
+    try:
+        (run,) = readers(app, dagster_home, ("run",))
+    finally:
+        chmod_tree(dagster_home, writable=True)
+    assert run.returncode == 2, (run.stdout, run.stderr[-3000:])
+    assert run.stderr.startswith("error: ") and run.stderr.count("\n") == 1, run.stderr[-3000:]
+    assert f"{dagster_home}: cannot write the state (" in run.stderr and "Traceback" not in run.stderr
+    assert texts(app.dump()) == before == docs.expected(site.base_url)
+
+
 def chmod_tree(root: Path, *, writable: bool) -> None:
     for path in [root, *root.rglob("*")]:
         if path.is_dir():

@@ -256,6 +256,34 @@ def test_a_slow_drip_page_is_an_outage_not_a_hang(
         assert p.triples() == before
 
 
+def test_another_port_of_the_sitemaps_host_is_out_of_scope(
+    dagster_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A sitemap entry on another port of the same machine (another service) is refused,
+    never fetched nor indexed; a bare host name in `fetch.allowed_hosts` allows its ports."""
+    site = generate(2, sections_per_page=1, seed=120)
+    other = {"/admin/secrets": short_page("Internal", "Another service on the same machine. " * 10)}
+    with SiteServer(html_pages(site), sitemap=None) as server, SiteServer(other) as neighbour:
+        foreign = neighbour.url("/admin/secrets")
+        listed = [server.url(path) for path in html_pages(site)] + [foreign]
+        server.pages["/sitemap.xml"] = Page(
+            '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+            + "".join(f"<url><loc>{u}</loc></url>" for u in listed)
+            + "</urlset>",
+            content_type="application/xml",
+        )
+        p = Pipeline(tmp_path, capsys, server)  # allowed_hosts: by default the sitemap's host and port
+        run = p.run()
+        port = neighbour.base_url.rsplit(":", 1)[1]
+        assert f"refused: host 127.0.0.1:{port} is not in" in run["error_pages"][normalize_url(foreign)]
+        assert {r["url"] for r in p.index()} == {server.url(path) for path in html_pages(site)}
+        assert neighbour.requests == []
+
+        p.configure(fetch={"allowed_hosts": ["127.0.0.1"]})  # the machine, any port
+        assert p.run()["errors"] == 0
+        assert normalize_url(foreign) in {r["url"] for r in p.index()}
+
+
 def test_off_scope_hosts_are_refused_with_the_reason_in_the_errors(
     dagster_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -272,7 +300,7 @@ def test_off_scope_hosts_are_refused_with_the_reason_in_the_errors(
         p = Pipeline(tmp_path, capsys, server)  # allowed_hosts: by default the sitemap's host
         run = p.run()
         assert run["errors"] == 2
-        assert "refused: host localhost is not in" in run["error_pages"][normalize_url(foreign)]
+        assert "refused: host localhost:" in run["error_pages"][normalize_url(foreign)]
         assert "refused: host 169.254.169.254" in run["error_pages"]["http://169.254.169.254/latest"]
         assert {r["url"] for r in p.index()} == {server.url(path) for path in html_pages(site)}
         assert not any(h.get("host", "").startswith("localhost") for _, _, h in server.requests)

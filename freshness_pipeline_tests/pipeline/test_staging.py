@@ -106,7 +106,8 @@ def test_a_killed_runs_staging_never_reaches_a_later_plan(ctx: SourceContext) ->
 
 def test_a_crawl_stages_and_saves_only_the_texts_that_changed(ctx: SourceContext, monkeypatch) -> None:
     """Bodies that differ only by their date and build stamp extract to the stored text: it
-    is neither staged nor written again; the edited page is both."""
+    is neither staged nor written again; the edited page is both, and its new text becomes
+    the stored one only with the run's commit."""
     v0 = generate(5, sections_per_page=3, seed=7)
     ctx.site.publish(v0.markdown())  # type: ignore[attr-defined]
     refresh(ctx, "run-0")
@@ -118,27 +119,29 @@ def test_a_crawl_stages_and_saves_only_the_texts_that_changed(ctx: SourceContext
     stamp = {"updated": "December 1, 2026 10:00", "build": "b-2"}
     ctx.site.publish(edited.markdown(), noise=lambda path: stamp)  # type: ignore[attr-defined]
     staged, saved = [], []
-    add_extracts, save = ctx.store.staging.add_extracts, ctx.store.pages.save
+    add_extracts, save = ctx.store.staging.add_extracts, ctx.store.staging.save_page_rows
     monkeypatch.setattr(
         ctx.store.staging, "add_extracts", lambda s, r, items: add_extracts(s, r, staged.extend(items) or staged)
     )
 
-    def save_spy(rows):
+    def save_spy(source, run_id, rows):
         rows = list(rows)
         saved.extend(r.url for r in rows if r.markdown is not None)  # as saved: the crawl lets texts go after
-        save(rows)
+        save(source, run_id, rows)
 
-    monkeypatch.setattr(ctx.store.pages, "save", save_spy)
+    monkeypatch.setattr(ctx.store.staging, "save_page_rows", save_spy)
     report = crawl(ctx, run_id="run-1")
     (page2,) = [u for u in stored if u.endswith("/guide/page2")]
     assert report.crawled == 5 and report.changed_pages == 1 and report.outcomes == {"ok": 5}
     assert [u for u, *_ in staged] == [page2]
     assert saved == [page2]
-    after = ctx.store.pages.markdown("docs", list(stored))
+    after = ctx.store.pages.markdown("docs", list(stored), run_id="run-1")  # as the run's own stages read it
     assert {u: t for u, t in after.items() if u != page2} == {u: t for u, t in stored.items() if u != page2}
     assert after[page2] != stored[page2]
+    assert ctx.store.pages.markdown("docs", list(stored)) == stored  # not committed yet
     counts = apply_plan(ctx, make_plan(ctx, current_sections(ctx, run_id="run-1")), run_id="run-1").counts
     assert counts["embedded"] == 1 and counts["deleted"] == 0
+    assert ctx.store.pages.markdown("docs", list(stored)) == after
 
 
 def test_upserts_are_batched_across_the_staged_batches(dagster_home: Path, monkeypatch) -> None:

@@ -20,6 +20,7 @@ from . import schema
 from .dialect import CHUNK, chunks, upsert_rows
 from .section_rows import section_row
 from .sources import generation, save_source
+from .staging import promote_page_rows
 
 
 class StalePlan(RuntimeError):
@@ -36,8 +37,10 @@ def commit_plan(
     signatures: Mapping[str, str | None],
     events: Iterable[ChangeEvent],
     run: Mapping[str, Any],
+    staged_run: str | None = None,
 ) -> None:
-    """Everything a commit writes, inside the caller's transaction `conn`."""
+    """Everything a commit writes, inside the caller's transaction `conn`; with
+    `staged_run`, that run's staged page rows and template blocks are promoted first."""
     source, now = state.source, time.time()
     current = generation(conn, source)
     if current != base_generation:
@@ -50,6 +53,8 @@ def commit_plan(
     for plan in plans:
         _apply_sections(conn, source, plan, replace_all=replace_all, now=now)
         _record_redirects(conn, source, plan, now)
+    if staged_run is not None and (blocks := promote_page_rows(conn, source, staged_run)) is not None:
+        state.template_blocks = blocks
     _record_signatures(conn, source, signatures)
     _record_events(conn, source, events, now)
     conn.execute(delete(schema.pending_writes).where(schema.pending_writes.c.source == source))

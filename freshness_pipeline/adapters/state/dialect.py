@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator
 from typing import Any
 
-from sqlalchemy import Connection, Table
+from sqlalchemy import Connection, Select, Table, func
 from sqlalchemy.dialects import postgresql, sqlite
 
 CHUNK = 500  # rows per statement where a list goes into an IN (...)
@@ -28,6 +28,27 @@ def upsert_rows(conn: Connection, table: Table, rows: list[dict[str, Any]], keys
         stmt = _dialect(conn).insert(table)
         cols = {c: stmt.excluded[c] for c in rows[0] if c not in keys}
         conn.execute(stmt.on_conflict_do_update(index_elements=keys, set_=cols), rows)
+
+
+def upsert_select(
+    conn: Connection,
+    table: Table,
+    names: list[str],
+    query: Select,
+    keys: list[str],
+    *,
+    keep_stored: Collection[str] = (),
+) -> None:
+    """Insert the rows `query` selects (its columns are `names`), in one statement; a row whose
+    `keys` exist replaces the stored row's other columns, but a NULL in `keep_stored` keeps
+    the stored value."""
+    stmt = _dialect(conn).insert(table).from_select(names, query)
+    cols = {
+        c: func.coalesce(stmt.excluded[c], table.c[c]) if c in keep_stored else stmt.excluded[c]
+        for c in names
+        if c not in keys
+    }
+    conn.execute(stmt.on_conflict_do_update(index_elements=keys, set_=cols))
 
 
 def insert_ignore_rows(conn: Connection, table: Table, rows: list[dict[str, Any]]) -> None:

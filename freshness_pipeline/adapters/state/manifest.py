@@ -107,10 +107,12 @@ class Manifest:
         signatures: Mapping[str, str | None],
         events: Iterable[ChangeEvent],
         run: Mapping[str, Any],
+        staged_run: str | None = None,
     ) -> None:
         """Apply a plan, in batches (`plans`), to the manifest in one transaction, after the index writes; also
-        records key redirects, page signatures, change events and the run. Refuses
-        (`StalePlan`) when another commit landed since the plan was made."""
+        records key redirects, page signatures, change events and the run, and promotes the
+        page rows `staged_run`'s crawl staged into `pages`. Refuses (`StalePlan`) when
+        another commit landed since the plan was made."""
         with self.engine.begin() as conn:
             commit_plan(
                 conn,
@@ -121,4 +123,5 @@ class Manifest:
                 signatures=signatures,
                 events=events,
                 run=run,
+                staged_run=staged_run,
             )

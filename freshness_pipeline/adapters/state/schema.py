@@ -259,6 +259,8 @@ staged_runs = Table(
     Column("crawl", JSON),  # stage 1's counts, once it finished
     Column("sections", JSON),  # stage 2's counts, once it finished
     Column("plan", JSON),  # stage 3's counts, once it finished
+    # migration 0005: the template blocks the crawl learned, None when it kept the source's
+    Column("template_blocks", JSON),
 )
 
 # Stage 1: what extraction made of each page fetched with a body, until the crawl applied it.
@@ -272,6 +274,39 @@ staged_extracts = Table(
     Column("title", Text),
     Column("date", String(10)),
     Column("error", Text),
+)
+
+# Stage 1 (migration 0005): the page rows the crawl decided, until the commit promotes
+# them into `pages` (a blocked or failed run's never reach it). A NULL `markdown` keeps the
+# committed text; `indexed_signature` is the commit's own.
+staged_page_rows = Table(
+    "staged_page_rows",
+    metadata,
+    Column("source", String(64), primary_key=True),
+    Column("run_id", String(64), primary_key=True),
+    Column("url", String(2048), primary_key=True),
+    Column("fetch_url", String(2048), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("moved_to", String(2048)),
+    Column("outcome", String(16)),
+    Column("status_code", Integer),
+    Column("reason", Text),
+    Column("etag", String(512)),
+    Column("last_modified", String(128)),
+    Column("body_sha256", String(64)),
+    Column("markdown", Text),
+    Column("text_hash", String(64)),
+    Column("title", Text),
+    Column("page_date", String(10)),
+    Column("tier", String(8), nullable=False),
+    Column("flag", Text),
+    Column("miss_count", Integer, nullable=False),
+    Column("error_count", Integer, nullable=False),
+    Column("lastmod", String(64)),
+    Column("first_seen", Float, nullable=False),
+    Column("last_fetched", Float),
+    Column("last_changed", Float),
+    Column("change_times", JSON, nullable=False),
 )
 
 # Stage 2: every page whose sections change: its new signature (None: its sections go),

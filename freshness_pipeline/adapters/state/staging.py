@@ -15,18 +15,19 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-from sqlalchemy import Engine, Row, Select, Table, delete, exists, select, update
+from sqlalchemy import Connection, Engine, Row, Select, Table, delete, exists, select, update
 
 from ...core.models import Section
-from ...core.state import ChangeEvent
+from ...core.state import ChangeEvent, PageRow
 from . import schema
-from .dialect import chunks, insert_ignore_rows
+from .dialect import chunks, insert_ignore_rows, upsert_rows, upsert_select
 from .section_rows import _unsigned, section_fields
 
 BATCH = 1000  # rows per read and per write
 STAGES = ("crawl", "sections", "plan")  # the columns of `staged_runs`, in run order
 _TABLES: tuple[Table, ...] = (
     schema.staged_extracts,
+    schema.staged_page_rows,
     schema.staged_pages,
     schema.staged_sections,
     schema.staged_plan,
@@ -36,11 +37,13 @@ _TABLES: tuple[Table, ...] = (
 )
 # What each stage writes (a stage that runs again first clears its own rows and the later ones').
 _WRITES = {
-    "crawl": (schema.staged_extracts,),
+    "crawl": (schema.staged_extracts, schema.staged_page_rows),
     "sections": (schema.staged_pages, schema.staged_sections),
     "plan": (schema.staged_plan, schema.staged_events, schema.staged_redirects),
 }
 UPSERT_ACTIONS = ("new", "changed", "moved")
+# A staged page row holds every column of `pages` but the commit's own `indexed_signature`.
+_STAGED_PAGE_FIELDS = tuple(n for n in PageRow.__dataclass_fields__ if n != "indexed_signature")
 
 
 class StagingGone(RuntimeError):
@@ -94,7 +97,10 @@ class Staging:
                 for t in _WRITES[name]:
                     conn.execute(delete(t).where(t.c.source == source, t.c.run_id == run_id))
             r = schema.staged_runs
-            conn.execute(update(r).where(r.c.source == source, r.c.run_id == run_id).values({n: None for n in later}))
+            cleared: dict[str, None] = {n: None for n in later}
+            if stage == "crawl":
+                cleared["template_blocks"] = None
+            conn.execute(update(r).where(r.c.source == source, r.c.run_id == run_id).values(cleared))
 
     def finish(self, source: str, run_id: str, stage: str, counts: dict[str, Any]) -> None:
         """Record that `stage` staged all its work for `run_id`, with its counts."""
@@ -157,6 +163,37 @@ class Staging:
                 )
                 out.update((r.url, (r.markdown, r.title, r.date, r.error)) for r in conn.execute(q))
         return out
+
+    def save_page_rows(self, source: str, run_id: str, rows: Iterable[PageRow]) -> None:
+        """Stage the crawl's page rows (upserted: a page saved again replaces its row). A
+        row whose `markdown` is None keeps the text staged before, else the committed one."""
+        with_text: list[dict[str, Any]] = []
+        without_text: list[dict[str, Any]] = []
+        for r in rows:
+            d = {"run_id": run_id, **{n: getattr(r, n) for n in _STAGED_PAGE_FIELDS}}
+            d["source"] = source
+            if d["markdown"] is None:
+                del d["markdown"]
+                without_text.append(d)
+            else:
+                with_text.append(d)
+        with self.engine.begin() as conn:
+            for dicts in (with_text, without_text):
+                for i in range(0, len(dicts), BATCH):
+                    upsert_rows(conn, schema.staged_page_rows, dicts[i : i + BATCH], ["source", "run_id", "url"])
+
+    def stage_template_blocks(self, source: str, run_id: str, blocks: list[str]) -> None:
+        """The template blocks the crawl learned, for this run's section stage and commit."""
+        r = schema.staged_runs
+        with self.engine.begin() as conn:
+            conn.execute(update(r).where(r.c.source == source, r.c.run_id == run_id).values(template_blocks=blocks))
+
+    def template_blocks(self, source: str, run_id: str) -> list[str] | None:
+        """The template blocks `run_id`'s crawl learned; None when it kept the source's."""
+        r = schema.staged_runs
+        with self.engine.connect() as conn:
+            q = select(r.c.template_blocks).where(r.c.source == source, r.c.run_id == run_id)
+            return conn.execute(q).scalar()
 
     # -- stage 2: pages and sections -----------------------------------------------------
 
@@ -369,3 +406,15 @@ def _section(v: Sequence[Any], as_of: str | None = None) -> Section:
         key, chunk_index, url, tuple(heading_path), ordinal, text, embed_text, content_hash,
         _unsigned(simhash), tokens, date, title, as_of,
     )  # fmt: skip
+
+
+def promote_page_rows(conn: Connection, source: str, run_id: str) -> list[str] | None:
+    """Inside the commit's transaction `conn`: `run_id`'s staged page rows become the
+    source's `pages` rows, in one statement (a NULL staged text keeps the committed one; the
+    signature stays the commit's). Returns the template blocks its crawl learned, None when
+    it kept them."""
+    t, names = schema.staged_page_rows, list(_STAGED_PAGE_FIELDS)
+    rows = select(*(t.c[n] for n in names)).where(t.c.source == source, t.c.run_id == run_id)
+    upsert_select(conn, schema.pages, names, rows, ["source", "url"], keep_stored=("markdown",))
+    r = schema.staged_runs
+    return conn.execute(select(r.c.template_blocks).where(r.c.source == source, r.c.run_id == run_id)).scalar()

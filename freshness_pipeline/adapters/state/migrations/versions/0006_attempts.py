@@ -1,16 +1,16 @@
 """attempts: each source's last refresh attempt and its outcome (success, blocked,
 failure), so that `freshness status` shows a run that did not commit
 
-Revision ID: 0005
-Revises: 0004
+Revision ID: 0006
+Revises: 0005
 """
 
 from alembic import op
 import sqlalchemy as sa
 
 
-revision = "0005"
-down_revision = "0004"
+revision = "0006"
+down_revision = "0005"
 branch_labels = None
 depends_on = None
 
