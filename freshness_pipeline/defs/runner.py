@@ -18,13 +18,14 @@ import itertools
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import dagster as dg
 import yaml
@@ -36,6 +37,9 @@ from .liveness import HOST_TAG, reap_dead_runs, this_host, wait_for_run_worker
 from .metadata import INDEX_EXTRAS
 from .partitions import sources_partitions
 from .tags import TIER_TAG
+
+if TYPE_CHECKING:  # the type of Dagster's error records; not part of its public API
+    from dagster_shared.error import SerializableErrorInfo
 
 LAUNCH_ENV = "FRESHNESS_LAUNCH"  # "in-process": execute_in_process, no code location origin
 LOCATION = "freshness_pipeline"
@@ -219,13 +223,25 @@ def _materialized(instance: dg.DagsterInstance, run_id: str) -> dict[str, dict[s
 
 
 def _failure(instance: dg.DagsterInstance, run_id: str) -> str:
-    """The user errors of the failed steps (the cause, not Dagster's "Error occurred while
-    executing op" wrapper), else the run's own failure message (a killed run, say)."""
+    """Why the run failed, in its own words: the user errors of the failed steps (the cause,
+    not Dagster's "Error occurred while executing op" wrapper), else the innermost cause of
+    the run's failure (a resource that did not start, a Celery worker lost, a broker that
+    refused: Dagster's message says only "An exception was thrown during execution"), else
+    the run's own failure message (a killed run, say)."""
     steps = [
-        f"{e.step_key}: {(e.step_failure_data.error.cause or e.step_failure_data.error).message.strip()}"
+        f"{e.step_key}: {_cause(e.step_failure_data.error)}"
         for e in _events(instance, run_id, dg.DagsterEventType.STEP_FAILURE)
         if e.step_failure_data.error
     ]
     if steps:
         return "; ".join(steps)
-    return "; ".join(e.message or "" for e in _events(instance, run_id, dg.DagsterEventType.RUN_FAILURE)).strip()
+    failures = _events(instance, run_id, dg.DagsterEventType.RUN_FAILURE)
+    causes = [_cause(e.job_failure_data.error) for e in failures if e.job_failure_data.error]
+    return "; ".join(causes or [(e.message or "").strip() for e in failures]).strip()
+
+
+def _cause(error: SerializableErrorInfo) -> str:
+    """The innermost exception of a chain, as `ClassName: message` (no module path)."""
+    while error.cause is not None:
+        error = error.cause
+    return re.sub(r"^[\w.]+\.(\w+: )", r"\1", error.message.strip())

@@ -17,7 +17,7 @@ import pytest
 from freshness_pipeline import progress
 from freshness_pipeline.defs.coordinator import daemon_running
 from freshness_pipeline.defs.instance import write_instance_config
-from freshness_pipeline.defs.runner import LAUNCH_ENV, run_refresh
+from freshness_pipeline.defs.runner import LAUNCH_ENV, run_refresh, summarize
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.defs.harness import SOURCE, alive_pids
 from freshness_pipeline_tests.sitegen import generate
@@ -97,3 +97,22 @@ def test_with_a_daemon_the_run_goes_through_the_queue(launched: Path, tmp_path: 
     finally:
         daemon.terminate()
         daemon.wait(60)
+
+
+class _Broker(dg.ConfigurableResource):
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        raise ConnectionError("broker at 127.0.0.1:9 refused the connection")
+
+
+@dg.asset
+def _needs_broker(broker: _Broker) -> int:
+    return 1
+
+
+def test_a_run_that_fails_outside_its_steps_reports_the_cause(instance: dg.DagsterInstance) -> None:
+    """Dagster's run failure says "An exception was thrown during execution"; the cause is in
+    the failure event's error chain (a resource that did not start, a lost Celery worker)."""
+    result = dg.materialize([_needs_broker], resources={"broker": _Broker()}, instance=instance, raise_on_error=False)
+    outcome = summarize(instance, result.run_id)
+    assert outcome["status"] == "failure"
+    assert outcome["message"] == "ConnectionError: broker at 127.0.0.1:9 refused the connection"
