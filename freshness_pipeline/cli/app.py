@@ -83,17 +83,18 @@ def run(
     sources: SourcesFile = None,
 ) -> int:
     from .. import progress
-    from ..defs.runner import run_refresh
+    from ..defs.runner import run_refreshes
     from ..defs.tags import ALLOW_SPIKE_TAG
 
     settings = _settings(ctx, sources)
     progress.attach()
     tags = {ALLOW_SPIKE_TAG: "true"} if allow_spike else None
     failed = 0
-    for name in _names(settings, source):
-        # The summary carries failures, checks and page errors; the full event log
-        # (tracebacks included) is in the instance, and on the console with --verbose.
-        outcome = run_refresh(name, tier=tier, tags=tags, log_level="INFO" if verbose else "CRITICAL")
+    # Every source's run is launched, then each is waited for. The summary carries failures,
+    # checks and page errors; the full event log (tracebacks included) is in the instance,
+    # and on the console with --verbose.
+    level = "INFO" if verbose else "CRITICAL"
+    for name, outcome in run_refreshes(_names(settings, source), tier=tier, tags=tags, log_level=level):
         if as_json:
             print(json.dumps({"source": name, **outcome}, sort_keys=True, default=str))
         else:

@@ -24,6 +24,9 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -44,6 +47,7 @@ if TYPE_CHECKING:  # the type of Dagster's error records; not part of its public
 LAUNCH_ENV = "FRESHNESS_LAUNCH"  # "in-process": execute_in_process, no code location origin
 LOCATION = "freshness_pipeline"
 JOB = "refresh"
+PARTITION_TAG = "dagster/partition"
 MODULE = {"module_name": "freshness_pipeline.defs.definitions", "attribute": "defs", "location_name": LOCATION}
 WORKSPACE = {"load_from": [{"python_module": MODULE}]}
 POLL_S = 0.5
@@ -73,30 +77,77 @@ def run_refresh(
     `vector_index` produced them (else what the crawl knows: `crawled`, `errors`);
     `checks`, every asset check that did not pass; `error_pages` and `flagged_pages`.
     `log_level` is for the run's console only; the instance keeps every event."""
+    ((_, outcome),) = run_refreshes([source], tier=tier, tags=tags, log_level=log_level, in_process=in_process)
+    return outcome
+
+
+def run_refreshes(
+    sources: list[str],
+    *,
+    tier: str | None = None,
+    tags: dict[str, str] | None = None,
+    log_level: str = "WARNING",
+    in_process: bool | None = None,
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Refresh several sources: launched, every source's run is launched first, then each is
+    waited for in turn (their steps run side by side, `vector_index` one at a time through
+    the `embeddings` pool); in-process, one after the other. Yields (source, what
+    `run_refresh` returns) in the order given, each as soon as its run ended."""
     instance = dg.DagsterInstance.get()
-    reap_dead_runs(instance)  # a killed run's pool slot would make this run wait forever
-    if not instance.has_dynamic_partition(sources_partitions.name, source):
-        instance.add_dynamic_partitions(sources_partitions.name, [source])
+    reap_dead_runs(instance)  # a killed run's pool slot would make these runs wait forever
+    new = [s for s in dict.fromkeys(sources) if not instance.has_dynamic_partition(sources_partitions.name, s)]
+    if new:
+        instance.add_dynamic_partitions(sources_partitions.name, new)
     run_tags = {**(tags or {}), HOST_TAG: this_host(), **({TIER_TAG: tier} if tier else {})}
     logs = {"loggers": {"console": {"config": {"log_level": log_level}}}}
     if in_process if in_process is not None else os.environ.get(LAUNCH_ENV) == "in-process":
         from .definitions import defs  # a launched run loads them in its own process
 
-        result = defs.resolve_job_def(JOB).execute_in_process(
-            instance=instance, partition_key=source, tags=run_tags, raise_on_error=False, run_config=logs
-        )
-        run_id = result.run_id
-    else:
-        verbose = log_level in ("DEBUG", "INFO")
-        try:
-            run_id = launch(instance, {**run_tags, "dagster/partition": source}, logs, verbose=verbose)
-        except LaunchError as exc:
-            return {"run_id": None, "status": "failure", "message": str(exc), "checks": []}
-    return summarize(instance, run_id)
+        for source in sources:
+            result = defs.resolve_job_def(JOB).execute_in_process(
+                instance=instance, partition_key=source, tags=run_tags, raise_on_error=False, run_config=logs
+            )
+            yield source, summarize(instance, result.run_id)
+        return
+    verbose = log_level in ("DEBUG", "INFO")
+    with ExitStack() as stack:
+        started: list[tuple[str, _Launch | LaunchError]] = []
+        for source in sources:
+            try:
+                starting = _start({**run_tags, PARTITION_TAG: source}, logs, verbose)
+                started.append((source, stack.enter_context(starting)))
+            except LaunchError as exc:
+                started.append((source, exc))
+        for source, launched in started:
+            try:
+                if isinstance(launched, LaunchError):
+                    raise launched
+                run_id = _finish(instance, launched)
+            except LaunchError as exc:
+                yield source, {"run_id": None, "status": "failure", "message": str(exc), "checks": []}
+                continue
+            yield source, summarize(instance, run_id)
 
 
 def launch(instance: dg.DagsterInstance, tags: dict[str, str], run_config: dict, *, verbose: bool) -> str:
     """Create and submit a `refresh` run of the code location, wait until it ends, return its id."""
+    with _start(tags, run_config, verbose) as launched:
+        return _finish(instance, launched)
+
+
+@dataclass(slots=True)
+class _Launch:
+    """A `dagster job launch` on its way: the run's id, the launcher, its log."""
+
+    run_id: str
+    proc: subprocess.Popen
+    log: IO[str]
+
+
+@contextmanager
+def _start(tags: dict[str, str], run_config: dict, verbose: bool) -> Iterator[_Launch]:
+    """Start `dagster job launch` for a `refresh` run of the code location; on the way out,
+    the launcher is waited for (or stopped) and its folder removed."""
     run_id = str(uuid.uuid4())
     if executor_name() == "default":  # one run worker runs every step: no process per step
         run_config = {**run_config, "execution": {"config": {"in_process": {}}}}
@@ -109,18 +160,27 @@ def launch(instance: dg.DagsterInstance, tags: dict[str, str], run_config: dict,
             # Verbose: Dagster's lines (the launcher's, its code server's) on this process's
             # stderr, so that stdout holds only the summary (`--json` stays parseable).
             out = STDERR_FD if verbose else log
-            proc = subprocess.Popen(cmd, stdout=out, stderr=out, stdin=subprocess.DEVNULL)
             try:
-                _wait(instance, run_id, proc, log)
+                proc = subprocess.Popen(cmd, stdout=out, stderr=out, stdin=subprocess.DEVNULL)
+            except OSError as exc:
+                raise LaunchError(f"dagster job launch did not start: {exc}") from exc
+            try:
+                yield _Launch(run_id, proc, log)
             finally:
                 _stop(proc)
+
+
+def _finish(instance: dg.DagsterInstance, launched: _Launch) -> str:
+    """Wait until the launched run ended and its worker exited; its id."""
+    _wait(instance, launched.run_id, launched.proc, launched.log)
+    _stop(launched.proc)
     # The run worker exits about a second after its run ended. Returning before it did, a
     # caller that then removes the home or the database (a test's teardown, a CI job) left
     # the code server's cleanup thread failing on the missing instance, and the server
     # running forever (~270 MB).
-    if not wait_for_run_worker(instance, run_id, WORKER_EXIT_S):
-        logger.warning(f"run {run_id} ended, but its process still runs after {WORKER_EXIT_S:.0f} s")
-    return run_id
+    if not wait_for_run_worker(instance, launched.run_id, WORKER_EXIT_S):
+        logger.warning(f"run {launched.run_id} ended, but its process still runs after {WORKER_EXIT_S:.0f} s")
+    return launched.run_id
 
 
 def _wait(instance: dg.DagsterInstance, run_id: str, proc: subprocess.Popen, log: IO[str]) -> None:

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+import yaml
 
 from freshness_pipeline import progress
 from freshness_pipeline.defs.coordinator import daemon_running
 from freshness_pipeline.defs.instance import write_instance_config
-from freshness_pipeline.defs.runner import LAUNCH_ENV, run_refresh, summarize
+from freshness_pipeline.defs.runner import LAUNCH_ENV, run_refresh, run_refreshes, summarize
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.defs.harness import SOURCE, alive_pids
 from freshness_pipeline_tests.sitegen import generate
@@ -116,3 +117,16 @@ def test_a_run_that_fails_outside_its_steps_reports_the_cause(instance: dg.Dagst
     outcome = summarize(instance, result.run_id)
     assert outcome["status"] == "failure"
     assert outcome["message"] == "ConnectionError: broker at 127.0.0.1:9 refused the connection"
+
+
+def test_several_sources_are_launched_before_any_is_waited_for(launched: Path, sources: Path, site: DocsSite) -> None:
+    """`freshness run` over several sources: every run is launched, then each waited for."""
+    data = yaml.safe_load(sources.read_text())
+    data["sources"].append({**data["sources"][0], "name": "second"})
+    sources.write_text(yaml.safe_dump(data))
+    outcomes = dict(run_refreshes([SOURCE, "second"]))
+    assert [o["status"] for o in outcomes.values()] == ["success", "success"], outcomes
+    with dg.DagsterInstance.get() as instance:
+        first, second = (instance.get_run_record_by_id(outcomes[s]["run_id"]) for s in (SOURCE, "second"))
+        assert first is not None and second is not None and first.end_time is not None
+        assert second.create_timestamp.timestamp() < first.end_time  # in flight together
