@@ -8,6 +8,10 @@ runs (nothing changed), launched into the code location (the default) and in-pro
 Each run's line shows its wall time beside its own work (`seconds` of `freshness run
 --json`: discovery, fetch, sections, plan, index), the overhead (wall - work) and the ratio.
 
+`--baseline DIR` runs every command a second time, alternating, with the package
+`freshness_pipeline` imported from DIR (e.g. `git archive <commit> freshness_pipeline | tar
+-x -C DIR`): a before/after in the same minutes, so that the host's load is shared.
+
 `--profile DIR` records every command with `py-spy record --subprocesses` (the launcher,
 its code server, the run worker, step processes: every process) into DIR, and prints where
 each command's samples went: imports, the instance, code-location loads, event writes,
@@ -85,11 +89,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sites", default="demo,generated", help="comma-separated: demo, generated")
     p.add_argument("--embedder", default="hashing", choices=("hashing", "local"))
     p.add_argument("--profile", type=Path, help="record every command with py-spy into this folder")
+    p.add_argument("--baseline", type=Path, help="also run each command with freshness_pipeline from this folder")
     args = p.parse_args(argv)
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
     print(f"uptime: {_uptime()}", flush=True)
-    print(f"{'site':<10} {'command':<28} {'wall s':>7} {'work s':>7} {'over s':>7} {'ratio':>6}  load", flush=True)
+    print(f"{'site':<10} {'command':<36} {'wall s':>7} {'work s':>7} {'over s':>7} {'ratio':>6}  load", flush=True)
     for name in args.sites.split(","):
         with _site(name, args.pages) as site, tempfile.TemporaryDirectory(prefix="freshness-overhead-") as tmp:
             env = _home(Path(tmp), site, args.embedder)
@@ -99,23 +104,26 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _bench_site(site: Site, env: dict[str, str], args: argparse.Namespace) -> None:
-    cases: list[tuple[str, list[str], dict[str, str]]] = [("first run (launched)", ["run", "--json"], {})]
+    cases: list[tuple[str, list[str], dict[str, str]]] = []
     for _ in range(args.pairs):
         cases.append(("quiet run, launched", ["run", "--json"], {}))
         cases.append(("quiet run, in-process", ["run", "--json"], {"FRESHNESS_LAUNCH": "in-process"}))
     cases += [("status", ["status"], {}), ("search (cold)", ["search", QUERY], {})]
+    variants = [("", {})] + ([(" [baseline]", {"PYTHONPATH": str(args.baseline.resolve())})] if args.baseline else [])
+    cases = [(label + tag, cmd, extra | more) for label, cmd, extra in cases for tag, more in variants]
+    cases.insert(0, ("first run (launched)", ["run", "--json"], {}))  # the current code only
     for i, (label, cmd, extra) in enumerate(cases):
-        slug = label.replace(",", "").replace(" ", "-").replace("(", "").replace(")", "")
+        slug = "".join(c if c.isalnum() else "-" for c in label).strip("-")
         out = args.profile / f"{site.name}-{i:02d}-{slug}.txt" if args.profile else None
         wall, stdout = _time([*_freshness(), *cmd], {**env, **extra}, out)
         work = _work(stdout) if cmd[0] == "run" else None
         over = f"{wall - work:>7.2f} {wall / work:>6.1f}" if work else f"{'':>7} {'':>6}"
         print(
-            f"{site.name:<10} {label:<28} {wall:>7.2f} {work or 0.0:>7.2f} {over}  {os.getloadavg()[0]:.1f}",
+            f"{site.name:<10} {label:<36} {wall:>7.2f} {work or 0.0:>7.2f} {over}  {os.getloadavg()[0]:.1f}",
             flush=True,
         )
         if out is not None:
-            print(f"{'':<10} {'':<28} profile: {_breakdown(out)}", flush=True)
+            print(f"{'':<10} {'':<36} profile: {_breakdown(out)}", flush=True)
 
 
 def _freshness() -> list[str]:
