@@ -82,24 +82,32 @@ def run(
     ] = False,
     sources: SourcesFile = None,
 ) -> int:
+    from contextlib import nullcontext
+
     from .. import progress
-    from ..defs.runner import run_refreshes
-    from ..defs.tags import ALLOW_SPIKE_TAG
+    from ..defs.launch import in_process_runs, launchers
+    from ..defs.tags import ALLOW_SPIKE_TAG, run_tags
 
     settings = _settings(ctx, sources)
     progress.attach()
     tags = {ALLOW_SPIKE_TAG: "true"} if allow_spike else None
     failed = 0
-    # Every source's run is launched, then each is waited for. The summary carries failures,
-    # checks and page errors; the full event log (tracebacks included) is in the instance,
-    # and on the console with --verbose.
+    names = _names(settings, source)
     level = "INFO" if verbose else "CRITICAL"
-    for name, outcome in run_refreshes(_names(settings, source), tier=tier, tags=tags, log_level=level):
-        if as_json:
-            print(json.dumps({"source": name, **outcome}, sort_keys=True, default=str))
-        else:
-            print("\n".join(render.run_lines(name, outcome)))
-        failed += outcome.get("status") != "success"
+    # The launchers start before this process imports Dagster, and launch every source's run
+    # once runner.py has the partitions ready; then each run is waited for. The summary
+    # carries failures, checks and page errors; the full event log (tracebacks included) is
+    # in the instance, and on the console with --verbose.
+    started = nullcontext(None) if in_process_runs() else launchers(names, run_tags(tier, tags), level)
+    with started as gated:
+        from ..defs.runner import run_refreshes
+
+        for name, outcome in run_refreshes(names, tier=tier, tags=tags, log_level=level, prestarted=gated):
+            if as_json:
+                print(json.dumps({"source": name, **outcome}, sort_keys=True, default=str))
+            else:
+                print("\n".join(render.run_lines(name, outcome)))
+            failed += outcome.get("status") != "success"
     return 1 if failed else 0
 
 

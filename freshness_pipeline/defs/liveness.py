@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import time
 
 import dagster as dg
 
-HOST_TAG = "freshness/host"
+from .tags import HOST_TAG, this_host
+
+__all__ = ["HOST_TAG", "host_line", "reap_dead_runs", "this_host", "wait_for_run_worker"]
 HOST_LINE = f"{HOST_TAG}: "  # how a run without the tag logs its host
 FIRST_EVENTS = 200  # a run's events searched for that line (resources start first)
 RUNNING = [dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
@@ -34,10 +35,6 @@ FINISHED = [dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.Dagster
 LOOKBACK = 200  # running runs examined per call
 
 log = logging.getLogger(__name__)
-
-
-def this_host() -> str:
-    return socket.gethostname()
 
 
 def host_line() -> str:

@@ -15,52 +15,34 @@ location origin: the test suite does so for speed, and tests the launch path on 
 from __future__ import annotations
 
 import itertools
-import json
 import logging
-import os
 import re
 import subprocess
-import sys
-import tempfile
 import time
-import uuid
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
-from pathlib import Path
+from contextlib import nullcontext
 from typing import IO, TYPE_CHECKING, Any
 
 import dagster as dg
-import yaml
 
 from .. import progress
 from .coordinator import daemon_running
-from .executors import executor_name
-from .liveness import HOST_TAG, reap_dead_runs, this_host, wait_for_run_worker
+from .launch import JOB, LAUNCH_ENV, Launcher, LaunchError, in_process_runs, launchers, run_config
+from .liveness import reap_dead_runs, wait_for_run_worker
 from .metadata import INDEX_EXTRAS
 from .partitions import sources_partitions
-from .tags import TIER_TAG
+from .tags import run_tags
 
 if TYPE_CHECKING:  # the type of Dagster's error records; not part of its public API
     from dagster_shared.error import SerializableErrorInfo
 
-LAUNCH_ENV = "FRESHNESS_LAUNCH"  # "in-process": execute_in_process, no code location origin
-LOCATION = "freshness_pipeline"
-JOB = "refresh"
-PARTITION_TAG = "dagster/partition"
-MODULE = {"module_name": "freshness_pipeline.defs.definitions", "attribute": "defs", "location_name": LOCATION}
-WORKSPACE = {"load_from": [{"python_module": MODULE}]}
+__all__ = ["LAUNCH_ENV", "LaunchError", "run_refresh", "run_refreshes", "summarize"]
 POLL_S = 0.5
 REAP_EVERY = 10  # polls between two looks for a dead run worker
 WORKER_EXIT_S = 30.0  # how long a finished run's worker may take to exit
 SHOWN_ERRORS = 20
-STDERR_FD = 2
 
 logger = logging.getLogger(__name__)
-
-
-class LaunchError(RuntimeError):
-    """`dagster job launch` did not create the run (its error is in the message)."""
 
 
 def run_refresh(
@@ -88,99 +70,61 @@ def run_refreshes(
     tags: dict[str, str] | None = None,
     log_level: str = "WARNING",
     in_process: bool | None = None,
+    prestarted: dict[str, Launcher] | None = None,
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """Refresh several sources: launched, every source's run is launched first, then each is
     waited for in turn (their steps run side by side, `vector_index` one at a time through
     the `embeddings` pool); in-process, one after the other. Yields (source, what
-    `run_refresh` returns) in the order given, each as soon as its run ended."""
-    instance = dg.DagsterInstance.get()
-    reap_dead_runs(instance)  # a killed run's pool slot would make these runs wait forever
-    new = [s for s in dict.fromkeys(sources) if not instance.has_dynamic_partition(sources_partitions.name, s)]
-    if new:
-        instance.add_dynamic_partitions(sources_partitions.name, new)
-    run_tags = {**(tags or {}), HOST_TAG: this_host(), **({TIER_TAG: tier} if tier else {})}
-    logs = {"loggers": {"console": {"config": {"log_level": log_level}}}}
-    if in_process if in_process is not None else os.environ.get(LAUNCH_ENV) == "in-process":
-        from .definitions import defs  # a launched run loads them in its own process
+    `run_refresh` returns) in the order given, each as soon as its run ended. `prestarted`:
+    the launchers `launch.launchers` started for these sources before this process imported
+    Dagster (what `freshness run` does); they launch once the partitions exist."""
+    if in_process_runs(in_process):
+        started = nullcontext({})
+    elif prestarted is not None:
+        started = nullcontext(prestarted)
+    else:
+        started = launchers(sources, run_tags(tier, tags), log_level)
+    with started as gated:
+        instance = dg.DagsterInstance.get()
+        reap_dead_runs(instance)  # a killed run's pool slot would make these runs wait forever
+        new = [s for s in dict.fromkeys(sources) if not instance.has_dynamic_partition(sources_partitions.name, s)]
+        if new:
+            instance.add_dynamic_partitions(sources_partitions.name, new)
+        if not gated:
+            from .definitions import defs  # a launched run loads them in its own process
 
-        for source in sources:
-            result = defs.resolve_job_def(JOB).execute_in_process(
-                instance=instance, partition_key=source, tags=run_tags, raise_on_error=False, run_config=logs
-            )
-            yield source, summarize(instance, result.run_id)
-        return
-    verbose = log_level in ("DEBUG", "INFO")
-    with ExitStack() as stack:
-        started: list[tuple[str, _Launch | LaunchError]] = []
+            for source in sources:
+                result = defs.resolve_job_def(JOB).execute_in_process(
+                    instance=instance,
+                    partition_key=source,
+                    tags=run_tags(tier, tags),
+                    raise_on_error=False,
+                    run_config={"loggers": run_config(log_level)["loggers"]},
+                )
+                yield source, summarize(instance, result.run_id)
+            return
+        for launcher in gated.values():  # the partitions exist, dead runs are reaped: go
+            launcher.go()
         for source in sources:
             try:
-                starting = _start({**run_tags, PARTITION_TAG: source}, logs, verbose)
-                started.append((source, stack.enter_context(starting)))
-            except LaunchError as exc:
-                started.append((source, exc))
-        for source, launched in started:
-            try:
-                if isinstance(launched, LaunchError):
-                    raise launched
-                run_id = _finish(instance, launched)
+                run_id = _finish(instance, gated[source])
             except LaunchError as exc:
                 yield source, {"run_id": None, "status": "failure", "message": str(exc), "checks": []}
                 continue
             yield source, summarize(instance, run_id)
 
 
-def launch(instance: dg.DagsterInstance, tags: dict[str, str], run_config: dict, *, verbose: bool) -> str:
-    """Create and submit a `refresh` run of the code location, wait until it ends, return its id."""
-    with _start(tags, run_config, verbose) as launched:
-        return _finish(instance, launched)
-
-
-@dataclass(slots=True)
-class _Launch:
-    """A `dagster job launch` on its way: the run's id, the launcher, its log."""
-
-    run_id: str
-    proc: subprocess.Popen
-    log: IO[str]
-
-
-@contextmanager
-def _start(tags: dict[str, str], run_config: dict, verbose: bool) -> Iterator[_Launch]:
-    """Start `dagster job launch` for a `refresh` run of the code location; on the way out,
-    the launcher is waited for (or stopped) and its folder removed."""
-    run_id = str(uuid.uuid4())
-    if executor_name() == "default":  # one run worker runs every step: no process per step
-        run_config = {**run_config, "execution": {"config": {"in_process": {}}}}
-    with tempfile.TemporaryDirectory(prefix="freshness-launch-") as tmp:
-        workspace = Path(tmp) / "workspace.yaml"
-        workspace.write_text(yaml.safe_dump(WORKSPACE))
-        cmd = [sys.executable, "-m", "dagster", "job", "launch", "-w", str(workspace), "-l", LOCATION, "-j", JOB]
-        cmd += ["--run-id", run_id, "--tags", json.dumps(tags), "--config-json", json.dumps(run_config)]
-        with open(Path(tmp) / "launch.log", "w+") as log:
-            # Verbose: Dagster's lines (the launcher's, its code server's) on this process's
-            # stderr, so that stdout holds only the summary (`--json` stays parseable).
-            out = STDERR_FD if verbose else log
-            try:
-                proc = subprocess.Popen(cmd, stdout=out, stderr=out, stdin=subprocess.DEVNULL)
-            except OSError as exc:
-                raise LaunchError(f"dagster job launch did not start: {exc}") from exc
-            try:
-                yield _Launch(run_id, proc, log)
-            finally:
-                _stop(proc)
-
-
-def _finish(instance: dg.DagsterInstance, launched: _Launch) -> str:
+def _finish(instance: dg.DagsterInstance, launcher: Launcher) -> str:
     """Wait until the launched run ended and its worker exited; its id."""
-    _wait(instance, launched.run_id, launched.proc, launched.log)
-    _stop(launched.proc)
+    _wait(instance, launcher.run_id, launcher.proc, launcher.log)
+    launcher.stop()
     # The run worker exits about a second after its run ended. Returning before it did, a
     # caller that then removes the home or the database (a test's teardown, a CI job) left
     # the code server's cleanup thread failing on the missing instance, and the server
     # running forever (~270 MB).
-    if not wait_for_run_worker(instance, launched.run_id, WORKER_EXIT_S):
-        logger.warning(f"run {launched.run_id} ended, but its process still runs after {WORKER_EXIT_S:.0f} s")
-    return launched.run_id
+    if not wait_for_run_worker(instance, launcher.run_id, WORKER_EXIT_S):
+        logger.warning(f"run {launcher.run_id} ended, but its process still runs after {WORKER_EXIT_S:.0f} s")
+    return launcher.run_id
 
 
 def _wait(instance: dg.DagsterInstance, run_id: str, proc: subprocess.Popen, log: IO[str]) -> None:
@@ -217,15 +161,6 @@ def _relay_progress(instance: dg.DagsterInstance, run_id: str, cursor: str | Non
         if entry.dagster_event is None:
             progress.relay(entry.user_message)
     return page.cursor or cursor
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    """The launcher's code server shuts down once its run ended; give it a minute."""
-    try:
-        proc.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def summarize(instance: dg.DagsterInstance, run_id: str) -> dict[str, Any]:

@@ -18,7 +18,9 @@ import yaml
 from freshness_pipeline import progress
 from freshness_pipeline.defs.coordinator import daemon_running
 from freshness_pipeline.defs.instance import write_instance_config
+from freshness_pipeline.defs.launch import launchers
 from freshness_pipeline.defs.runner import LAUNCH_ENV, run_refresh, run_refreshes, summarize
+from freshness_pipeline.defs.tags import run_tags
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.defs.harness import SOURCE, alive_pids
 from freshness_pipeline_tests.sitegen import generate
@@ -130,3 +132,16 @@ def test_several_sources_are_launched_before_any_is_waited_for(launched: Path, s
         first, second = (instance.get_run_record_by_id(outcomes[s]["run_id"]) for s in (SOURCE, "second"))
         assert first is not None and second is not None and first.end_time is not None
         assert second.create_timestamp.timestamp() < first.end_time  # in flight together
+
+
+def test_launchers_start_without_dagster_and_launch_only_on_go(launched: Path) -> None:
+    """`freshness run` starts its launchers before it imports Dagster (they import it side by
+    side); a launcher launches only once told to go, after the partitions exist."""
+    script = "import sys, freshness_pipeline.defs.launch, freshness_pipeline.defs.tags; print('dagster' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", script], capture_output=True, text=True).stdout.split() == ["False"]
+    with launchers([SOURCE], run_tags(), "CRITICAL") as started:
+        launcher = started[SOURCE]
+    assert launcher.proc.returncode == 0  # stopped without its go: it exits, launching nothing
+    with dg.DagsterInstance.get() as instance:
+        assert instance.get_run_by_id(launcher.run_id) is None
+        assert instance.get_run_records() == []
