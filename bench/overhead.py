@@ -88,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pairs", type=int, default=2, help="quiet launched/in-process pairs per site")
     p.add_argument("--sites", default="demo,generated", help="comma-separated: demo, generated")
     p.add_argument("--embedder", default="hashing", choices=("hashing", "local"))
+    p.add_argument("--commands", default="run,status,search", help="comma-separated: run, status, search")
     p.add_argument("--profile", type=Path, help="record every command with py-spy into this folder")
     p.add_argument("--baseline", type=Path, help="also run each command with freshness_pipeline from this folder")
     args = p.parse_args(argv)
@@ -104,11 +105,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _bench_site(site: Site, env: dict[str, str], args: argparse.Namespace) -> None:
+    commands = args.commands.split(",")
     cases: list[tuple[str, list[str], dict[str, str]]] = []
-    for _ in range(args.pairs):
+    for _ in range(args.pairs if "run" in commands else 0):
         cases.append(("quiet run, launched", ["run", "--json"], {}))
         cases.append(("quiet run, in-process", ["run", "--json"], {"FRESHNESS_LAUNCH": "in-process"}))
-    cases += [("status", ["status"], {}), ("search (cold)", ["search", QUERY], {})]
+    cases += [("status", ["status"], {})] if "status" in commands else []
+    cases += [("search (cold)", ["search", QUERY], {})] if "search" in commands else []
     variants = [("", {})] + ([(" [baseline]", {"PYTHONPATH": str(args.baseline.resolve())})] if args.baseline else [])
     cases = [(label + tag, cmd, extra | more) for label, cmd, extra in cases for tag, more in variants]
     cases.insert(0, ("first run (launched)", ["run", "--json"], {}))  # the current code only
