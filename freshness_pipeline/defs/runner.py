@@ -6,9 +6,10 @@ it appears on the `refresh` job's page, can be re-executed from the UI, and goes
 instance's run coordinator: queued while a daemon dequeues, launched at once when none runs
 (`coordinator.py`). This process waits for the run and reads what it did from the instance.
 
-A launch costs process starts (the launcher, its code server and the run worker each load the
-code location: about 15 s on 2 busy cores, see docs/dagster.md). `FRESHNESS_LAUNCH=in-process`
-(or `in_process=True`) runs the job inside this process instead, as a run without a code
+A launch costs process starts: the launcher (`launch.py`, started before this process
+imports Dagster), its code server and the run worker, the last two each loading the code
+location (`make bench-overhead` measures them). `FRESHNESS_LAUNCH=in-process` (or
+`in_process=True`) runs the job inside this process instead, as a run without a code
 location origin: the test suite does so for speed, and tests the launch path on its own.
 """
 
