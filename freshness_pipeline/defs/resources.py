@@ -34,7 +34,7 @@ class FreshnessResource(dg.ConfigurableResource):
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         # A run launched without the host tag (the UI, a backfill) says where it runs, so
         # that `liveness.reap_dead_runs` can judge it once its process is gone.
-        run = context.dagster_run
+        run = context.run
         if run is not None and HOST_TAG not in run.tags and context.log is not None:
             context.log.info(host_line())
 

@@ -232,7 +232,9 @@ def _failure(instance: dg.DagsterInstance, run_id: str) -> str:
     if steps:
         return "; ".join(steps)
     failures = _events(instance, run_id, dg.DagsterEventType.RUN_FAILURE)
-    causes = [_cause(e.job_failure_data.error) for e in failures if e.job_failure_data.error]
+    # A run failed from outside (a dead run's reaper, run monitoring) has no error record.
+    errors = [getattr(e.event_specific_data, "error", None) for e in failures]
+    causes = [_cause(error) for error in errors if error is not None]
     return "; ".join(causes or [(e.message or "").strip() for e in failures]).strip()
 
 
