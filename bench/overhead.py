@@ -112,7 +112,9 @@ def _bench_site(site: Site, env: dict[str, str], args: argparse.Namespace) -> No
         cases.append(("quiet run, in-process", ["run", "--json"], {"FRESHNESS_LAUNCH": "in-process"}))
     cases += [("status", ["status"], {})] if "status" in commands else []
     cases += [("search (cold)", ["search", QUERY], {})] if "search" in commands else []
-    variants = [("", {})] + ([(" [baseline]", {"PYTHONPATH": str(args.baseline.resolve())})] if args.baseline else [])
+    variants: list[tuple[str, dict[str, str]]] = [("", {})]
+    if args.baseline:
+        variants.append((" [baseline]", {"PYTHONPATH": str(args.baseline.resolve())}))
     cases = [(label + tag, cmd, extra | more) for label, cmd, extra in cases for tag, more in variants]
     cases.insert(0, ("first run (launched)", ["run", "--json"], {}))  # the current code only
     for i, (label, cmd, extra) in enumerate(cases):

@@ -21,7 +21,7 @@ import re
 import subprocess
 import time
 from collections.abc import Iterator
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from typing import IO, TYPE_CHECKING, Any
 
 import dagster as dg
@@ -79,6 +79,7 @@ def run_refreshes(
     `run_refresh` returns) in the order given, each as soon as its run ended. `prestarted`:
     the launchers `launch.launchers` started for these sources before this process imported
     Dagster (what `freshness run` does); they launch once the partitions exist."""
+    started: AbstractContextManager[dict[str, Launcher]]
     if in_process_runs(in_process):
         started = nullcontext({})
     elif prestarted is not None:
@@ -88,9 +89,10 @@ def run_refreshes(
     with started as gated:
         instance = dg.DagsterInstance.get()
         reap_dead_runs(instance)  # a killed run's pool slot would make these runs wait forever
-        new = [s for s in dict.fromkeys(sources) if not instance.has_dynamic_partition(sources_partitions.name, s)]
+        partitions = str(sources_partitions.name)
+        new = [s for s in dict.fromkeys(sources) if not instance.has_dynamic_partition(partitions, s)]
         if new:
-            instance.add_dynamic_partitions(sources_partitions.name, new)
+            instance.add_dynamic_partitions(partitions, new)
         if not gated:
             from .definitions import defs  # a launched run loads them in its own process
 
