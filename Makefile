@@ -8,7 +8,7 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/pip install -q -e '.[dev]'
 	touch $@
 
-.PHONY: demo test lint bench bench-peers
+.PHONY: demo test lint bench bench-peers bench-overhead
 demo: $(VENV)/.installed
 	$(VENV)/bin/freshness demo
 
@@ -26,6 +26,10 @@ lint: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	$(PY) -m bench.run
+
+# What a refresh, `status` and `search` cost a user beyond their work (docs/benchmarks.md).
+bench-overhead: $(VENV)/.installed
+	$(PY) -m bench.overhead
 
 # LangChain and LlamaIndex on the shipped corpora (docs/benchmarks.md); needs the [peers] extra.
 bench-peers: $(VENV)/.installed

@@ -1,56 +1,227 @@
-"""What Dagster costs per refresh: `python -m bench.overhead [--runs 10]`.
+"""What a refresh costs a user beyond its work: `python -m bench.overhead` (`make bench-overhead`).
 
-Serves the demo's site (five pages) on loopback, refreshes it twice in-process through the
-`refresh` job (the first run indexes it, the second warms every cache), then times `--runs`
-quiet refreshes, where the pipeline has almost nothing to do. Prints the seconds per run and
-the steps and events of the last run: on so small a site nearly all of it is the run's
-steps and the events they store in the instance's SQLite event log.
+Serves two sites on loopback, the demo's (five pages) and a generated one (`bench/site.py`,
+`--pages`, 150 by default), and times each command in a fresh process, as a user, a sensor
+or a script runs it: the first `freshness run`, then `--pairs` alternating pairs of quiet
+runs (nothing changed), launched into the code location (the default) and in-process
+(`FRESHNESS_LAUNCH=in-process`), then `freshness status` and a cold `freshness search`.
+Each run's line shows its wall time beside its own work (`seconds` of `freshness run
+--json`: discovery, fetch, sections, plan, index), the overhead (wall - work) and the ratio.
+
+`--baseline DIR` runs every command a second time, alternating, with the package
+`freshness_pipeline` imported from DIR (e.g. `git archive <commit> freshness_pipeline | tar
+-x -C DIR`): a before/after in the same minutes, so that the host's load is shared.
+
+`--profile DIR` records every command with `py-spy record --subprocesses` (the launcher,
+its code server, the run worker, step processes: every process) into DIR, and prints where
+each command's samples went: imports, the instance, code-location loads, event writes,
+checks, metrics, the pipeline's own work, LanceDB. The profile slows what it samples: take
+the times from a run without it.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import multiprocessing
 import os
+import shutil
+import socket
+import subprocess
+import sys
 import tempfile
 import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
-from freshness_pipeline.demo.run import SITE
-from freshness_pipeline.demo.server import DocsSite, load_folder
+from .site import SiteSpec, serve
+
+QUERY = "how to configure the request timeout"
+
+# Where a profile's sample went: the first rule (in this order) one of whose patterns is in
+# one of the sample's frames. A step's event write is an event write, its import an import.
+BREAKDOWN: list[tuple[str, tuple[str, ...]]] = [
+    ("imports", ("_find_and_load", "_call_with_frames_removed (<frozen importlib")),
+    ("LanceDB open", ("lancedb/",)),
+    (
+        "code-location loads",
+        (
+            "load_python_module",
+            "LoadableTargetOrigin",
+            "repository_def",
+            "_get_repository_data",
+            "Definitions.__init__",
+            "resolve_job_def",
+            "get_repository_definition",
+            "code_location",
+            "grpc/server",
+            "external_data",
+            "snap/",
+            "remote_representation",
+        ),
+    ),
+    ("event writes", ("store_event", "handle_new_event", "log_dagster_event", "report_dagster_event")),
+    ("checks", ("defs/checks.py", "pipeline/reconcile.py")),
+    ("metrics", ("metrics_assets.py", "pipeline/metrics.py", "pipeline/golden.py", "pipeline/history.py")),
+    ("pipeline work", ("freshness_pipeline/pipeline/", "freshness_pipeline/core/", "freshness_pipeline/adapters/")),
+    ("instance", ("instance/__init__", "DagsterInstance", "storage/", "alembic", "sqlalchemy")),
+    ("dagster execution", ("dagster/_core/execution", "dagster/_core/executor")),
+]
+
+
+@dataclass(slots=True)
+class Site:
+    name: str
+    sitemap: str
+    stop: Callable[[], None]
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.overhead", description=__doc__.split("\n\n")[0])
-    p.add_argument("--runs", type=int, default=10, help="quiet refreshes to time")
+    p.add_argument("--pages", type=int, default=150, help="pages of the generated site")
+    p.add_argument("--pairs", type=int, default=2, help="quiet launched/in-process pairs per site")
+    p.add_argument("--sites", default="demo,generated", help="comma-separated: demo, generated")
+    p.add_argument("--embedder", default="hashing", choices=("hashing", "local"))
+    p.add_argument("--commands", default="run,status,search", help="comma-separated: run, status, search")
+    p.add_argument("--profile", type=Path, help="record every command with py-spy into this folder")
+    p.add_argument("--baseline", type=Path, help="also run each command with freshness_pipeline from this folder")
     args = p.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="freshness-overhead-") as tmp, DocsSite() as site:
-        home = Path(tmp)
-        (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-        sources = home / "sources.yaml"
-        sources.write_text(
-            yaml.safe_dump(
-                {"sources": [{"name": "demo", "sitemap": site.sitemap_url}], "embedder": {"provider": "hashing"}}
-            )
-        )
-        os.environ |= {"DAGSTER_HOME": str(home), "FRESHNESS_SOURCES": str(sources)}
-        import dagster as dg
-
-        from freshness_pipeline.defs.runner import run_refresh  # reads the sources file on import
-
-        site.publish(load_folder(SITE / "v1"))
-        for _ in range(2):
-            assert run_refresh("demo", in_process=True)["status"] == "success"
-        t0 = time.perf_counter()
-        for _ in range(args.runs):
-            last = run_refresh("demo", in_process=True)
-        per_run = (time.perf_counter() - t0) / args.runs
-        with dg.DagsterInstance.get() as instance:
-            records = instance.get_records_for_run(last["run_id"], limit=10_000).records
-        steps = {r.event_log_entry.step_key for r in records if r.event_log_entry.step_key}
-        print(f"{args.runs} quiet refreshes: {per_run:.3f} s per run, {len(steps)} steps, {len(records)} events")
+    if args.profile:
+        args.profile.mkdir(parents=True, exist_ok=True)
+    print(f"uptime: {_uptime()}", flush=True)
+    print(f"{'site':<10} {'command':<36} {'wall s':>7} {'work s':>7} {'over s':>7} {'ratio':>6}  load", flush=True)
+    for name in args.sites.split(","):
+        with _site(name, args.pages) as site, tempfile.TemporaryDirectory(prefix="freshness-overhead-") as tmp:
+            env = _home(Path(tmp), site, args.embedder)
+            _bench_site(site, env, args)
+    print(f"uptime: {_uptime()}", flush=True)
     return 0
+
+
+def _bench_site(site: Site, env: dict[str, str], args: argparse.Namespace) -> None:
+    commands = args.commands.split(",")
+    cases: list[tuple[str, list[str], dict[str, str]]] = []
+    for _ in range(args.pairs if "run" in commands else 0):
+        cases.append(("quiet run, launched", ["run", "--json"], {}))
+        cases.append(("quiet run, in-process", ["run", "--json"], {"FRESHNESS_LAUNCH": "in-process"}))
+    cases += [("status", ["status"], {})] if "status" in commands else []
+    cases += [("search (cold)", ["search", QUERY], {})] if "search" in commands else []
+    variants: list[tuple[str, dict[str, str]]] = [("", {})]
+    if args.baseline:
+        variants.append((" [baseline]", {"PYTHONPATH": str(args.baseline.resolve())}))
+    cases = [(label + tag, cmd, extra | more) for label, cmd, extra in cases for tag, more in variants]
+    cases.insert(0, ("first run (launched)", ["run", "--json"], {}))  # the current code only
+    for i, (label, cmd, extra) in enumerate(cases):
+        slug = "".join(c if c.isalnum() else "-" for c in label).strip("-")
+        out = args.profile / f"{site.name}-{i:02d}-{slug}.txt" if args.profile else None
+        wall, stdout = _time([*_freshness(), *cmd], {**env, **extra}, out)
+        work = _work(stdout) if cmd[0] == "run" else None
+        over = f"{wall - work:>7.2f} {wall / work:>6.1f}" if work else f"{'':>7} {'':>6}"
+        print(
+            f"{site.name:<10} {label:<36} {wall:>7.2f} {work or 0.0:>7.2f} {over}  {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
+        if out is not None:
+            print(f"{'':<10} {'':<36} profile: {_breakdown(out)}", flush=True)
+
+
+def _freshness() -> list[str]:
+    script = Path(sys.executable).with_name("freshness")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "freshness_pipeline.cli"]
+
+
+def _time(cmd: list[str], env: dict[str, str], profile: Path | None) -> tuple[float, str]:
+    if profile is not None:
+        spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+        cmd = [spy, "record", "--subprocesses", "--format", "raw", "-r", "50", "-o", str(profile), "--", *cmd]
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t0
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited {out.returncode}:\n{out.stdout[-2000:]}\n{out.stderr[-4000:]}")
+    return wall, out.stdout
+
+
+def _work(stdout: str) -> float:
+    """The run's own seconds, summed over the sources of `freshness run --json`."""
+    rows = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+    return sum(float(r.get("seconds") or 0.0) for r in rows)
+
+
+def _breakdown(raw: Path) -> str:
+    """Shares of the profile's samples per BREAKDOWN category, all processes together."""
+    counts: Counter[str] = Counter()
+    for line in raw.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        if not n.isdigit():
+            continue
+        counts[_category(stack)] += int(n)
+    total = sum(counts.values()) or 1
+    return ", ".join(f"{k} {v / 50:.1f} s ({v / total:.0%})" for k, v in counts.most_common())
+
+
+def _category(stack: str) -> str:
+    for name, patterns in BREAKDOWN:
+        if any(p in stack for p in patterns):
+            return name
+    return "other"
+
+
+@contextmanager
+def _site(name: str, pages: int) -> Iterator[Site]:
+    if name == "demo":
+        from freshness_pipeline.demo.run import SITE
+        from freshness_pipeline.demo.server import DocsSite, load_folder
+
+        with DocsSite() as docs:
+            docs.publish(load_folder(SITE / "v1"))
+            yield Site("demo", docs.sitemap_url, lambda: None)
+        return
+    if name != "generated":
+        raise SystemExit(f"--sites: unknown site {name!r} (demo, generated)")
+    ctx = multiprocessing.get_context("spawn")
+    ready = ctx.Event()
+    port = _free_port()
+    server = ctx.Process(target=serve, args=(SiteSpec(pages), port, ready), daemon=True)
+    server.start()
+    try:
+        if not ready.wait(120):
+            raise RuntimeError("the generated site did not start")
+        yield Site(f"{pages}pages", f"http://127.0.0.1:{port}/sitemap.xml", server.kill)
+    finally:
+        server.kill()
+        server.join()
+
+
+def _home(home: Path, site: Site, embedder: str) -> dict[str, str]:
+    """A fresh Dagster home with the project's dagster.yaml and a one-source sources file."""
+    from freshness_pipeline.defs.instance import write_instance_config
+
+    write_instance_config(home)
+    sources = home / "sources.yaml"
+    settings: dict[str, Any] = {
+        "sources": [{"name": site.name, "sitemap": site.sitemap}],
+        "embedder": {"provider": embedder},
+    }
+    sources.write_text(yaml.safe_dump(settings))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FRESHNESS_", "DAGSTER_"))}
+    return env | {"DAGSTER_HOME": str(home), "FRESHNESS_SOURCES": str(sources)}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
 
 
 if __name__ == "__main__":

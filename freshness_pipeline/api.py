@@ -4,7 +4,8 @@ search it, resolve a citation, read its status.
     from freshness_pipeline import open_index
 
     index = open_index("dagster_home", "sources.yaml")
-    index.refresh()                       # every source, through Dagster
+    for name, outcome in index.refresh_all():  # every source, through Dagster
+        print(name, outcome["status"])
     for hit in index.search("how do I retry an upload?", k=3):
         print(hit.score, hit.url, hit.heading_path, hit.key, hit.as_of)
     index.resolve(hit.key)                # the cited section's current text, after redirects
@@ -126,22 +127,43 @@ class Index:
         "blocked" or "failure", `message`, the counts, the checks that did not pass, the
         pages in error). The outcome is also kept as the source's last attempt, which
         `status` shows beside its last success."""
+        return dict(self.refresh_all([source], tier=tier, allow_spike=allow_spike, verbose=verbose))[
+            self.settings.source(source).name
+        ]
+
+    def refresh_all(
+        self,
+        sources: list[str] | None = None,
+        *,
+        tier: Tier | None = None,
+        allow_spike: bool = False,
+        verbose: bool = False,
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Refresh several sources (default: every one), yielding (source, what `refresh`
+        returns) as each run ends. Launched runs are all launched first, then waited for,
+        so their steps run side by side; their launchers start before Dagster is imported."""
+        names = [self.settings.source(s).name for s in sources] if sources else self.source_names
         with _environment(self.home, self.sources_file):
-            from .defs.instance import write_instance_config
-            from .defs.runner import run_refresh
-            from .defs.tags import ALLOW_SPIKE_TAG
+            from contextlib import nullcontext
+
+            from .defs.launch import in_process_runs, launchers
+            from .defs.tags import ALLOW_SPIKE_TAG, run_tags
             from .pipeline.maintenance import require_writable_home
 
             require_writable_home(self.home)  # one clear line before Dagster writes its storage there
+            from .defs.instance import write_instance_config
+
             write_instance_config(self.home)  # the queue, pools and monitoring of docs/dagster.md
             tags = {ALLOW_SPIKE_TAG: "true"} if allow_spike else None
-            outcome = run_refresh(
-                self.settings.source(source).name, tier=tier, tags=tags, log_level="INFO" if verbose else "CRITICAL"
-            )
-            from .pipeline.attempts import record_attempt
+            level = "INFO" if verbose else "CRITICAL"
+            started = nullcontext(None) if in_process_runs() else launchers(names, run_tags(tier, tags), level)
+            with started as gated:
+                from .defs.runner import run_refreshes
+                from .pipeline.attempts import record_attempt
 
-            record_attempt(self.settings, source, outcome)
-            return outcome
+                for name, outcome in run_refreshes(names, tier=tier, tags=tags, log_level=level, prestarted=gated):
+                    record_attempt(self.settings, name, outcome)
+                    yield name, outcome
 
     def deliver(self) -> list[Delivery]:
         """Send waiting change events to the configured webhooks, one `Delivery` each."""

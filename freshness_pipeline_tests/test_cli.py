@@ -220,8 +220,9 @@ def test_the_code_location_and_the_reading_commands_load_no_pandas(dagster_home:
 def test_freshness_run_launches_without_loading_the_asset_graph(dagster_home: Path) -> None:
     """A launched run loads the code location in its own processes; the `freshness run` that
     launches it only waits and reads events, so it starts the launcher without the asset
-    graph (about half of its start). The probe records what is loaded when the launcher
-    starts, then lets it fail at once: the run is refused with the launcher's exit code."""
+    graph (about half of its start), and before it imports Dagster itself (the launcher
+    imports it meanwhile). The probe records what is loaded when the launcher starts, then
+    lets it fail at once: the run is refused with the launcher's exit code."""
     path = str(write_sources(dagster_home / "sources.yaml", "http://127.0.0.1:9/sitemap.xml"))
     probe = (
         "import subprocess, sys\n"
@@ -229,8 +230,8 @@ def test_freshness_run_launches_without_loading_the_asset_graph(dagster_home: Pa
         "seen = []\n"
         "real = subprocess.Popen.__init__\n"
         "def start(self, cmd, *a, **k):\n"
-        "    if cmd[1:5] == ['-m', 'dagster', 'job', 'launch']:\n"
-        "        graph = ('freshness_pipeline.defs.assets', 'freshness_pipeline.pipeline.crawl', 'trafilatura')\n"
+        "    if cmd[3:5] == ['job', 'launch']:\n"
+        "        graph = ('dagster', 'freshness_pipeline.defs.assets', 'freshness_pipeline.pipeline.crawl')\n"
         "        seen.append([m for m in graph if m in sys.modules])\n"
         "        cmd = [sys.executable, '-c', 'raise SystemExit(3)']\n"
         "    real(self, cmd, *a, **k)\n"

@@ -141,10 +141,11 @@ def run(
     names = index.names(source)
     progress.attach()
     failed = 0
-    for name in names:
-        # The summary carries failures, checks and page errors; the full event log
-        # (tracebacks included) is in the instance, and on the console with --verbose.
-        outcome = index.refresh(name, tier=tier.value if tier else None, allow_spike=allow_spike, verbose=verbose)
+    # Every source's run is launched, then each is waited for. The summary carries failures,
+    # checks and page errors; the full event log (tracebacks included) is in the instance,
+    # and on the console with --verbose.
+    refreshes = index.refresh_all(names, tier=tier.value if tier else None, allow_spike=allow_spike, verbose=verbose)
+    for name, outcome in refreshes:
         if as_json:
             print(json.dumps({"source": name, **outcome}, sort_keys=True, default=str))
         else:

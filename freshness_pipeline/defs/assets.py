@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import Iterator
 from datetime import timedelta
+from typing import Literal
 
 import dagster as dg
 
@@ -71,25 +72,35 @@ def _settings_at_load() -> Settings | None:
     return None
 
 
-def model_code_version() -> str:
+# The three decorator values below come from one read of the sources file when the code
+# location loads (each read validates the whole file); called without it, they read it now.
+ReadNow = Literal["read-now"]
+READ_NOW: ReadNow = "read-now"
+
+
+def _now(settings: Settings | None | ReadNow) -> Settings | None:
+    return _settings_at_load() if isinstance(settings, str) else settings
+
+
+def model_code_version(settings: Settings | None | ReadNow = READ_NOW) -> str:
     """The embedding model and dimensions the sources file selects; `model-unknown` without one."""
-    settings = _settings_at_load()
+    settings = _now(settings)
     if settings is None:
         return "model-unknown"
     v = versions_for(settings, settings.sources[0])  # the embedder is shared by all sources
     return f"{v.model}/{v.dims}"
 
 
-def store_kinds() -> set[str]:
+def store_kinds(settings: Settings | None | ReadNow = READ_NOW) -> set[str]:
     """The configured vector store, as the asset's kind (the default, lancedb, without a file)."""
-    settings = _settings_at_load()
+    settings = _now(settings)
     return {settings.vector_store.provider if settings else "lancedb"}
 
 
-def index_freshness() -> dg.FreshnessPolicy | None:
+def index_freshness(settings: Settings | None | ReadNow = READ_NOW) -> dg.FreshnessPolicy | None:
     """Dagster's freshness for vector_index, from the tier cadences: WARN once the fastest
     tier's interval passed without a refresh, FAIL once the slowest one's did."""
-    settings = _settings_at_load()
+    settings = _now(settings)
     if settings is None:
         return None
     # Dagster's windows are at least a minute long.
@@ -100,6 +111,9 @@ def index_freshness() -> dg.FreshnessPolicy | None:
     return dg.FreshnessPolicy.time_window(
         fail_window=timedelta(seconds=fail), warn_window=timedelta(seconds=warn) if warn < fail else None
     )
+
+
+_AT_LOAD = _settings_at_load()
 
 
 @dg.asset(
@@ -217,11 +231,11 @@ def diff_plan(
 @dg.asset(
     partitions_def=sources_partitions,
     group_name=GROUP,
-    kinds=store_kinds(),
-    code_version=f"index-1+{model_code_version()}",
+    kinds=store_kinds(_AT_LOAD),
+    code_version=f"index-1+{model_code_version(_AT_LOAD)}",
     pool=EMBEDDINGS_POOL,
     op_tags={CELERY_QUEUE_TAG: EMBEDDINGS_QUEUE},  # under the celery executor: the embedding workers
-    freshness_policy=index_freshness(),
+    freshness_policy=index_freshness(_AT_LOAD),
     description="The vector index: embed the queue, upsert, delete, then commit the manifest. "
     "Does not run when diff_plan's blocking change-spike check fails.",
 )

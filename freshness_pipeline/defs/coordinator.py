@@ -33,5 +33,4 @@ class QueueWhenDaemonRuns(dg.QueuedRunCoordinator):
         run = context.dagster_run
         if daemon_running(instance) or run.status != dg.DagsterRunStatus.NOT_STARTED:
             return super().submit_run(context)
-        instance.report_engine_event("No daemon dequeues the run queue: launching directly.", run, cls=type(self))
         return instance.launch_run(run.run_id, context.workspace)

@@ -12,6 +12,10 @@ import yaml
 
 INSTANCE_CONFIG: dict[str, Any] = {
     "telemetry": {"enabled": False},
+    # The run's event log keeps INFO and up: each event is one write to the event log, and the
+    # IO manager's DEBUG lines ("Writing file at ...", "Loading partition ...") were a tenth
+    # of a refresh's events. Dagster's own events are kept whatever the level.
+    "python_logs": {"python_log_level": "INFO"},
     # Dagster's run queue while `dagster-daemon` dequeues it, a direct launch when none runs.
     "run_coordinator": {"module": "freshness_pipeline.defs.coordinator", "class": "QueueWhenDaemonRuns"},
     "concurrency": {

@@ -10,21 +10,26 @@ of every finished run.
 
 The processes are the pids Dagster records in the run's engine events ("Started process
 for run (pid: …)", "Executing steps in process (pid: …)", step subprocesses). A pid only
-means something on the host that ran it, so only runs tagged with this host (`HOST_TAG`,
-put on every run the runner and the sensors make) are judged; a pid reused by a newer
-process does not count as alive.
+means something on the host that ran it, so only runs of this host are judged: tagged
+`HOST_TAG` (every run the runner and the sensors make), or, for a run launched without the
+tag (the UI's "Materialize", a backfill: Dagster gives those runs no tags of the job), a run
+whose process logged this host when its resources started (`host_line`, written by
+`FreshnessResource`). A pid reused by a newer process does not count as alive.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import socket
 import time
 
 import dagster as dg
 
-HOST_TAG = "freshness/host"
+from .tags import HOST_TAG, this_host
+
+__all__ = ["HOST_TAG", "host_line", "reap_dead_runs", "this_host", "wait_for_run_worker"]
+HOST_LINE = f"{HOST_TAG}: "  # how a run without the tag logs its host
+FIRST_EVENTS = 200  # a run's events searched for that line (resources start first)
 RUNNING = [dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
 FINISHED = [dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED]
 LOOKBACK = 200  # running runs examined per call
@@ -32,8 +37,9 @@ LOOKBACK = 200  # running runs examined per call
 log = logging.getLogger(__name__)
 
 
-def this_host() -> str:
-    return socket.gethostname()
+def host_line() -> str:
+    """What a run launched without `HOST_TAG` logs when its resources start."""
+    return f"{HOST_LINE}{this_host()}"
 
 
 def reap_dead_runs(instance: dg.DagsterInstance) -> list[str]:
@@ -41,10 +47,10 @@ def reap_dead_runs(instance: dg.DagsterInstance) -> list[str]:
     finished runs still hold. Returns the ids of the runs it failed."""
     dead: list[str] = []
     if not instance.run_launcher.supports_check_run_worker_health:  # else Dagster's monitoring does it
-        running = instance.get_run_records(
-            dg.RunsFilter(statuses=RUNNING, tags={HOST_TAG: this_host()}), limit=LOOKBACK
-        )
+        running = instance.get_run_records(dg.RunsFilter(statuses=RUNNING), limit=LOOKBACK)
         for record in running:
+            if _host(instance, record.dagster_run) != this_host():
+                continue
             pids = _run_pids(instance, record.dagster_run.run_id)
             if pids and not any(_alive(pid, seen) for pid, seen in pids.items()):
                 message = f"the run's processes ({', '.join(map(str, sorted(pids)))}) are gone: killed or crashed"
@@ -82,6 +88,17 @@ def _free_slots_of_finished_runs(instance: dg.DagsterInstance) -> None:
     for record in finished:
         storage.free_concurrency_slots_for_run(record.dagster_run.run_id)
         log.info(f"freed the pool slots of finished run {record.dagster_run.run_id}")
+
+
+def _host(instance: dg.DagsterInstance, run: dg.DagsterRun) -> str | None:
+    """The host that ran `run`: its tag, else the host its process logged, else unknown."""
+    if HOST_TAG in run.tags:
+        return run.tags[HOST_TAG]
+    for record in instance.get_records_for_run(run.run_id, limit=FIRST_EVENTS).records:
+        entry = record.event_log_entry
+        if entry.dagster_event is None and entry.user_message.startswith(HOST_LINE):
+            return entry.user_message.removeprefix(HOST_LINE)
+    return None
 
 
 def _run_pids(instance: dg.DagsterInstance, run_id: str) -> dict[int, float]:

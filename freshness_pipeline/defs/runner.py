@@ -6,53 +6,44 @@ it appears on the `refresh` job's page, can be re-executed from the UI, and goes
 instance's run coordinator: queued while a daemon dequeues, launched at once when none runs
 (`coordinator.py`). This process waits for the run and reads what it did from the instance.
 
-A launch costs process starts (the launcher, its code server and the run worker each load the
-code location: about 15 s on 2 busy cores, see docs/dagster.md). `FRESHNESS_LAUNCH=in-process`
-(or `in_process=True`) runs the job inside this process instead, as a run without a code
+A launch costs process starts: the launcher (`launch.py`, started before this process
+imports Dagster), its code server and the run worker, the last two each loading the code
+location (`make bench-overhead` measures them). `FRESHNESS_LAUNCH=in-process` (or
+`in_process=True`) runs the job inside this process instead, as a run without a code
 location origin: the test suite does so for speed, and tests the launch path on its own.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import logging
-import os
+import re
 import subprocess
-import sys
-import tempfile
 import time
-import uuid
-from pathlib import Path
-from typing import IO, Any
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, nullcontext
+from typing import IO, TYPE_CHECKING, Any
 
 import dagster as dg
-import yaml
 
 from .. import progress
 from .coordinator import daemon_running
-from .executors import executor_name
-from .liveness import HOST_TAG, reap_dead_runs, this_host, wait_for_run_worker
+from .launch import JOB, LAUNCH_ENV, Launcher, LaunchError, in_process_runs, launchers, run_config
+from .liveness import reap_dead_runs, wait_for_run_worker
 from .metadata import INDEX_EXTRAS
 from .partitions import sources_partitions
-from .tags import TIER_TAG
+from .tags import run_tags
 
-LAUNCH_ENV = "FRESHNESS_LAUNCH"  # "in-process": execute_in_process, no code location origin
-LOCATION = "freshness_pipeline"
-JOB = "refresh"
-MODULE = {"module_name": "freshness_pipeline.defs.definitions", "attribute": "defs", "location_name": LOCATION}
-WORKSPACE = {"load_from": [{"python_module": MODULE}]}
+if TYPE_CHECKING:  # the type of Dagster's error records; not part of its public API
+    from dagster_shared.error import SerializableErrorInfo
+
+__all__ = ["LAUNCH_ENV", "LaunchError", "run_refresh", "run_refreshes", "summarize"]
 POLL_S = 0.5
 REAP_EVERY = 10  # polls between two looks for a dead run worker
 WORKER_EXIT_S = 30.0  # how long a finished run's worker may take to exit
 SHOWN_ERRORS = 20
-STDERR_FD = 2
 
 logger = logging.getLogger(__name__)
-
-
-class LaunchError(RuntimeError):
-    """`dagster job launch` did not create the run (its error is in the message)."""
 
 
 def run_refresh(
@@ -69,54 +60,74 @@ def run_refresh(
     `vector_index` produced them (else what the crawl knows: `crawled`, `errors`);
     `checks`, every asset check that did not pass; `error_pages` and `flagged_pages`.
     `log_level` is for the run's console only; the instance keeps every event."""
-    instance = dg.DagsterInstance.get()
-    reap_dead_runs(instance)  # a killed run's pool slot would make this run wait forever
-    if not instance.has_dynamic_partition(sources_partitions.name, source):
-        instance.add_dynamic_partitions(sources_partitions.name, [source])
-    run_tags = {**(tags or {}), HOST_TAG: this_host(), **({TIER_TAG: tier} if tier else {})}
-    logs = {"loggers": {"console": {"config": {"log_level": log_level}}}}
-    if in_process if in_process is not None else os.environ.get(LAUNCH_ENV) == "in-process":
-        from .definitions import defs  # a launched run loads them in its own process
+    ((_, outcome),) = run_refreshes([source], tier=tier, tags=tags, log_level=log_level, in_process=in_process)
+    return outcome
 
-        result = defs.resolve_job_def(JOB).execute_in_process(
-            instance=instance, partition_key=source, tags=run_tags, raise_on_error=False, run_config=logs
-        )
-        run_id = result.run_id
+
+def run_refreshes(
+    sources: list[str],
+    *,
+    tier: str | None = None,
+    tags: dict[str, str] | None = None,
+    log_level: str = "WARNING",
+    in_process: bool | None = None,
+    prestarted: dict[str, Launcher] | None = None,
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Refresh several sources: launched, every source's run is launched first, then each is
+    waited for in turn (their steps run side by side, `vector_index` one at a time through
+    the `embeddings` pool); in-process, one after the other. Yields (source, what
+    `run_refresh` returns) in the order given, each as soon as its run ended. `prestarted`:
+    the launchers `launch.launchers` started for these sources before this process imported
+    Dagster (what `freshness run` does); they launch once the partitions exist."""
+    started: AbstractContextManager[dict[str, Launcher]]
+    if in_process_runs(in_process):
+        started = nullcontext({})
+    elif prestarted is not None:
+        started = nullcontext(prestarted)
     else:
-        verbose = log_level in ("DEBUG", "INFO")
-        try:
-            run_id = launch(instance, {**run_tags, "dagster/partition": source}, logs, verbose=verbose)
-        except LaunchError as exc:
-            return {"run_id": None, "status": "failure", "message": str(exc), "checks": []}
-    return summarize(instance, run_id)
+        started = launchers(sources, run_tags(tier, tags), log_level)
+    with started as gated:
+        instance = dg.DagsterInstance.get()
+        reap_dead_runs(instance)  # a killed run's pool slot would make these runs wait forever
+        partitions = str(sources_partitions.name)
+        new = [s for s in dict.fromkeys(sources) if not instance.has_dynamic_partition(partitions, s)]
+        if new:
+            instance.add_dynamic_partitions(partitions, new)
+        if not gated:
+            from .definitions import defs  # a launched run loads them in its own process
 
-
-def launch(instance: dg.DagsterInstance, tags: dict[str, str], run_config: dict, *, verbose: bool) -> str:
-    """Create and submit a `refresh` run of the code location, wait until it ends, return its id."""
-    run_id = str(uuid.uuid4())
-    if executor_name() == "default":  # one run worker runs every step: no process per step
-        run_config = {**run_config, "execution": {"config": {"in_process": {}}}}
-    with tempfile.TemporaryDirectory(prefix="freshness-launch-") as tmp:
-        workspace = Path(tmp) / "workspace.yaml"
-        workspace.write_text(yaml.safe_dump(WORKSPACE))
-        cmd = [sys.executable, "-m", "dagster", "job", "launch", "-w", str(workspace), "-l", LOCATION, "-j", JOB]
-        cmd += ["--run-id", run_id, "--tags", json.dumps(tags), "--config-json", json.dumps(run_config)]
-        with open(Path(tmp) / "launch.log", "w+") as log:
-            # Verbose: Dagster's lines (the launcher's, its code server's) on this process's
-            # stderr, so that stdout holds only the summary (`--json` stays parseable).
-            out = STDERR_FD if verbose else log
-            proc = subprocess.Popen(cmd, stdout=out, stderr=out, stdin=subprocess.DEVNULL)
+            for source in sources:
+                result = defs.resolve_job_def(JOB).execute_in_process(
+                    instance=instance,
+                    partition_key=source,
+                    tags=run_tags(tier, tags),
+                    raise_on_error=False,
+                    run_config={"loggers": run_config(log_level)["loggers"]},
+                )
+                yield source, summarize(instance, result.run_id)
+            return
+        for launcher in gated.values():  # the partitions exist, dead runs are reaped: go
+            launcher.go()
+        for source in sources:
             try:
-                _wait(instance, run_id, proc, log)
-            finally:
-                _stop(proc)
+                run_id = _finish(instance, gated[source])
+            except LaunchError as exc:
+                yield source, {"run_id": None, "status": "failure", "message": str(exc), "checks": []}
+                continue
+            yield source, summarize(instance, run_id)
+
+
+def _finish(instance: dg.DagsterInstance, launcher: Launcher) -> str:
+    """Wait until the launched run ended and its worker exited; its id."""
+    _wait(instance, launcher.run_id, launcher.proc, launcher.log)
+    launcher.stop()
     # The run worker exits about a second after its run ended. Returning before it did, a
     # caller that then removes the home or the database (a test's teardown, a CI job) left
     # the code server's cleanup thread failing on the missing instance, and the server
     # running forever (~270 MB).
-    if not wait_for_run_worker(instance, run_id, WORKER_EXIT_S):
-        logger.warning(f"run {run_id} ended, but its process still runs after {WORKER_EXIT_S:.0f} s")
-    return run_id
+    if not wait_for_run_worker(instance, launcher.run_id, WORKER_EXIT_S):
+        logger.warning(f"run {launcher.run_id} ended, but its process still runs after {WORKER_EXIT_S:.0f} s")
+    return launcher.run_id
 
 
 def _wait(instance: dg.DagsterInstance, run_id: str, proc: subprocess.Popen, log: IO[str]) -> None:
@@ -153,15 +164,6 @@ def _relay_progress(instance: dg.DagsterInstance, run_id: str, cursor: str | Non
         if entry.dagster_event is None:
             progress.relay(entry.user_message)
     return page.cursor or cursor
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    """The launcher's code server shuts down once its run ended; give it a minute."""
-    try:
-        proc.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def summarize(instance: dg.DagsterInstance, run_id: str) -> dict[str, Any]:
@@ -219,13 +221,27 @@ def _materialized(instance: dg.DagsterInstance, run_id: str) -> dict[str, dict[s
 
 
 def _failure(instance: dg.DagsterInstance, run_id: str) -> str:
-    """The user errors of the failed steps (the cause, not Dagster's "Error occurred while
-    executing op" wrapper), else the run's own failure message (a killed run, say)."""
+    """Why the run failed, in its own words: the user errors of the failed steps (the cause,
+    not Dagster's "Error occurred while executing op" wrapper), else the innermost cause of
+    the run's failure (a resource that did not start, a Celery worker lost, a broker that
+    refused: Dagster's message says only "An exception was thrown during execution"), else
+    the run's own failure message (a killed run, say)."""
     steps = [
-        f"{e.step_key}: {(e.step_failure_data.error.cause or e.step_failure_data.error).message.strip()}"
+        f"{e.step_key}: {_cause(e.step_failure_data.error)}"
         for e in _events(instance, run_id, dg.DagsterEventType.STEP_FAILURE)
         if e.step_failure_data.error
     ]
     if steps:
         return "; ".join(steps)
-    return "; ".join(e.message or "" for e in _events(instance, run_id, dg.DagsterEventType.RUN_FAILURE)).strip()
+    failures = _events(instance, run_id, dg.DagsterEventType.RUN_FAILURE)
+    # A run failed from outside (a dead run's reaper, run monitoring) has no error record.
+    errors = [getattr(e.event_specific_data, "error", None) for e in failures]
+    causes = [_cause(error) for error in errors if error is not None]
+    return "; ".join(causes or [(e.message or "").strip() for e in failures]).strip()
+
+
+def _cause(error: SerializableErrorInfo) -> str:
+    """The innermost exception of a chain, as `ClassName: message` (no module path)."""
+    while error.cause is not None:
+        error = error.cause
+    return re.sub(r"^[\w.]+\.(\w+: )", r"\1", error.message.strip())

@@ -18,6 +18,7 @@ import dagster as dg
 import pytest
 
 from freshness_pipeline.cli import main
+from freshness_pipeline.defs.liveness import HOST_TAG, reap_dead_runs
 from freshness_pipeline.defs.runner import LAUNCH_ENV
 from freshness_pipeline.defs.sensors import tier_cadence_sensor
 from freshness_pipeline.demo.server import DocsSite
@@ -93,3 +94,36 @@ def test_the_next_sensor_tick_after_a_kill_launches_again(killed) -> None:
     (request,) = evaluate(tier_cadence_sensor, instance).run_requests
     assert request.partition_key == SOURCE
     assert instance.get_run_by_id(dead_id).status == dg.DagsterRunStatus.FAILURE
+
+
+def test_a_killed_run_launched_without_the_host_tag_is_reaped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The UI's "Materialize all" and backfills run the implicit asset job with none of the
+    `refresh` job's tags: killed inside `vector_index`, such a run must not hold its
+    `embeddings` slot forever."""
+    home = tmp_path / "home"
+    home.mkdir()
+    shutil.copy(SHIPPED, home / "dagster.yaml")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    with DocsSite() as site:
+        site.publish(generate(3, sections_per_page=2, seed=22).markdown())
+        sources = write_sources(tmp_path / "sources.yaml", site.sitemap_url)
+        with dg.DagsterInstance.get() as instance:
+            instance.add_dynamic_partitions("sources", [SOURCE])
+        script = (
+            "import dagster as dg\n"
+            "from freshness_pipeline.defs.definitions import defs\n"
+            "job = defs.resolve_implicit_global_asset_job_def()\n"
+            f"job.execute_in_process(instance=dg.DagsterInstance.get(), partition_key={SOURCE!r})\n"
+        )
+        env = {**os.environ, "DAGSTER_HOME": str(home), "FRESHNESS_SOURCES": str(sources), CRASH_ENV: "upsert"}
+        dead = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=150)
+        assert dead.returncode == -9, dead.stderr[-2000:]
+    with dg.DagsterInstance.get() as instance:
+        (record,) = instance.get_run_records()
+        run = record.dagster_run
+        assert run.job_name == "__ASSET_JOB" and HOST_TAG not in run.tags
+        assert run.status == dg.DagsterRunStatus.STARTED
+        assert run.run_id in instance.event_log_storage.get_concurrency_run_ids()
+        assert reap_dead_runs(instance) == [run.run_id]
+        assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.FAILURE
+        assert instance.event_log_storage.get_concurrency_run_ids() == set()

@@ -4,6 +4,9 @@ numeric metadata the UI plots, tier counts, code versions, the checks in the job
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -117,3 +120,19 @@ def test_kinds_and_freshness_follow_the_sources_file(sources: Path, site: DocsSi
     assert isinstance(policy, dg.FreshnessPolicy)
     windows = (policy.warn_window.to_timedelta(), policy.fail_window.to_timedelta())
     assert windows == (timedelta(hours=2), timedelta(hours=96))
+
+
+def test_loading_the_code_location_reads_the_sources_file_once(sources: Path) -> None:
+    """Every process that loads the location (code server, run worker, `freshness run`
+    in-process) pays each read, and a read validates the whole file."""
+    script = (
+        "import freshness_pipeline.config as config\n"
+        "reads = []\n"
+        "load = config.load_settings\n"
+        "config.load_settings = lambda *a, **k: reads.append(1) or load(*a, **k)\n"
+        "import freshness_pipeline.defs.definitions\n"
+        "print(len(reads))\n"
+    )
+    env = {**os.environ, "FRESHNESS_SOURCES": str(sources)}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split()[-1] == "1"

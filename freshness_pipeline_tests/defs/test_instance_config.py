@@ -4,6 +4,7 @@ monitoring, and a command in a fresh home prints no Dagster welcome."""
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -53,3 +54,22 @@ def test_a_fresh_home_gets_the_config_and_no_welcome(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert yaml.safe_load((home / "dagster.yaml").read_text()) == INSTANCE_CONFIG
     assert "Telemetry" not in out.stdout + out.stderr and "welcome" not in (out.stdout + out.stderr).lower()
+
+
+def test_a_refresh_stores_no_debug_lines(tmp_path: Path, monkeypatch) -> None:
+    """Each stored event is a write to the event log: the IO manager's DEBUG lines are not kept."""
+    from freshness_pipeline.demo.server import DocsSite
+    from freshness_pipeline_tests.defs.harness import SOURCE, refresh, write_sources
+    from freshness_pipeline_tests.sitegen import generate
+
+    write_instance_config(tmp_path)
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    with DocsSite() as site, dg.DagsterInstance.get() as instance:
+        site.publish(generate(2, sections_per_page=1, seed=5).markdown())
+        monkeypatch.setenv("FRESHNESS_SOURCES", str(write_sources(tmp_path / "sources.yaml", site.sitemap_url)))
+        instance.add_dynamic_partitions("sources", [SOURCE])
+        result = refresh(instance)
+        assert result.success
+        entries = [r.event_log_entry for r in instance.get_records_for_run(result.run_id).records]
+    assert [e.user_message for e in entries if e.dagster_event is None and e.level < logging.INFO] == []
+    assert any(e.dagster_event is None and e.level == logging.INFO for e in entries)  # the stage lines stay

@@ -13,11 +13,14 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+import yaml
 
 from freshness_pipeline import progress
 from freshness_pipeline.defs.coordinator import daemon_running
 from freshness_pipeline.defs.instance import write_instance_config
-from freshness_pipeline.defs.runner import LAUNCH_ENV, run_refresh
+from freshness_pipeline.defs.launch import launchers
+from freshness_pipeline.defs.runner import LAUNCH_ENV, run_refresh, run_refreshes, summarize
+from freshness_pipeline.defs.tags import run_tags
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.defs.harness import SOURCE, alive_pids
 from freshness_pipeline_tests.sitegen import generate
@@ -97,3 +100,48 @@ def test_with_a_daemon_the_run_goes_through_the_queue(launched: Path, tmp_path: 
     finally:
         daemon.terminate()
         daemon.wait(60)
+
+
+class _Broker(dg.ConfigurableResource):
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        raise ConnectionError("broker at 127.0.0.1:9 refused the connection")
+
+
+@dg.asset
+def _needs_broker(broker: _Broker) -> int:
+    return 1
+
+
+def test_a_run_that_fails_outside_its_steps_reports_the_cause(instance: dg.DagsterInstance) -> None:
+    """Dagster's run failure says "An exception was thrown during execution"; the cause is in
+    the failure event's error chain (a resource that did not start, a lost Celery worker)."""
+    result = dg.materialize([_needs_broker], resources={"broker": _Broker()}, instance=instance, raise_on_error=False)
+    outcome = summarize(instance, result.run_id)
+    assert outcome["status"] == "failure"
+    assert outcome["message"] == "ConnectionError: broker at 127.0.0.1:9 refused the connection"
+
+
+def test_several_sources_are_launched_before_any_is_waited_for(launched: Path, sources: Path, site: DocsSite) -> None:
+    """`freshness run` over several sources: every run is launched, then each waited for."""
+    data = yaml.safe_load(sources.read_text())
+    data["sources"].append({**data["sources"][0], "name": "second"})
+    sources.write_text(yaml.safe_dump(data))
+    outcomes = dict(run_refreshes([SOURCE, "second"]))
+    assert [o["status"] for o in outcomes.values()] == ["success", "success"], outcomes
+    with dg.DagsterInstance.get() as instance:
+        first, second = (instance.get_run_record_by_id(outcomes[s]["run_id"]) for s in (SOURCE, "second"))
+        assert first is not None and second is not None and first.end_time is not None
+        assert second.create_timestamp.timestamp() < first.end_time  # in flight together
+
+
+def test_launchers_start_without_dagster_and_launch_only_on_go(launched: Path) -> None:
+    """`freshness run` starts its launchers before it imports Dagster (they import it side by
+    side); a launcher launches only once told to go, after the partitions exist."""
+    script = "import sys, freshness_pipeline.defs.launch, freshness_pipeline.defs.tags; print('dagster' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", script], capture_output=True, text=True).stdout.split() == ["False"]
+    with launchers([SOURCE], run_tags(), "CRITICAL") as started:
+        launcher = started[SOURCE]
+    assert launcher.proc.returncode == 0  # stopped without its go: it exits, launching nothing
+    with dg.DagsterInstance.get() as instance:
+        assert instance.get_run_by_id(launcher.run_id) is None
+        assert instance.get_run_records() == []
