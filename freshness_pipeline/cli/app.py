@@ -140,6 +140,9 @@ def search(
         str | None, typer.Option("--source", help="search only this source (default: every source)")
     ] = None,
     as_json: Annotated[bool, _json("the results as one JSON list")] = False,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="say which part (vector, full-text or both) found each result")
+    ] = False,
     sources: SourcesFile = None,
 ) -> int:
     """Exit 1, before any model is loaded, when nothing is indexed yet."""
@@ -160,7 +163,7 @@ def search(
     from ..pipeline.search import search as top_sections
     from ..pipeline.search import weak_threshold
 
-    hits = top_sections(settings, query, k=k, source=source)
+    hits = top_sections(settings, query, k=k, source=source, explain=explain)
     if as_json:
         print(json.dumps([h.as_dict() for h in hits], indent=1))
     else:

@@ -133,6 +133,8 @@ def print_hits(hits: Sequence[Any], threshold: float | None) -> None:
         for i, h in enumerate(hits, 1):
             span = f"chars {h.start}-{h.end}" if h.start is not None else "(not in the live page text)"
             where = [h.url, f"[{h.heading_path}]", f"key={h.key}", span + (f"  as of {h.as_of}" if h.as_of else "")]
+            if h.explain:
+                where.append(f"found by {h.explain}")
             table.add_row(str(i), f"{h.score:.3f}", Text("\n".join(where)), Text(h.text[:160].replace("\n", " ")))
         console().print(table)
     else:

@@ -189,6 +189,16 @@ class PineconeStore:
         for vid, meta in self._metadata(namespace):
             yield {"id": vid, **meta}
 
+    def text_query(
+        self, namespace: str, text: str, vector: Sequence[float], k: int, *, committed: bool = False
+    ) -> list[Hit]:
+        return []
+
+    def hybrid_query(
+        self, namespace: str, vector: Sequence[float], text: str, k: int, *, committed: bool = False
+    ) -> tuple[list[Hit], list[Hit]]:
+        return self.query(namespace, vector, k), self.text_query(namespace, text, vector, k)
+
     def query(self, namespace: str, vector: Sequence[float], k: int, *, committed: bool = False) -> list[Hit]:
         result = self._call(
             self._index.query,
