@@ -162,36 +162,41 @@ def search(
                 # A re-index to another model is under way: the active index still holds the old one.
                 vector = _old_model_vector(settings, state, query)
             found = _committed_hits(ctx, state, query, vector, k, mode)
-            pages = ctx.store.pages.markdown(s.name, {f.hit.metadata["url"] for f in found})
-            for f in found:
-                h, m = f.hit, f.hit.metadata
-                text = m.get("text", "")
-                at = pages.get(m["url"], "").find(text) if text else -1
-                span = (at, at + len(text)) if at >= 0 else (None, None)
-                results.append(
-                    (
-                        f.order,
-                        Result(
-                            s.name,
-                            h.id,
-                            m["key"],
-                            m["url"],
-                            m["heading_path"],
-                            h.score,
-                            text,
-                            *span,
-                            as_of=m.get("as_of") or None,
-                            title=m.get("title") or None,
-                            explain=f.explain() if explain else None,
-                        ),
-                    )
-                )
+            results += [(f.order, r) for f, r in zip(found, _results(ctx, found, explain=explain), strict=True)]
         finally:
             ctx.close()
     top = [r for _, r in sorted(results, key=lambda o: (-o[0], -o[1].score))[:k]]
     if record and top:
         _record(settings, query, top, embedder.model)
     return top
+
+
+def _results(ctx: SourceContext, found: list[Ranked], *, explain: bool) -> list[Result]:
+    """The records as results: their offsets within the live page's text, and with `explain`
+    which part found them."""
+    pages = ctx.store.pages.markdown(ctx.name, {f.hit.metadata["url"] for f in found})
+    out = []
+    for f in found:
+        h, m = f.hit, f.hit.metadata
+        text = m.get("text", "")
+        at = pages.get(m["url"], "").find(text) if text else -1
+        span = (at, at + len(text)) if at >= 0 else (None, None)
+        out.append(
+            Result(
+                ctx.name,
+                h.id,
+                m["key"],
+                m["url"],
+                m["heading_path"],
+                h.score,
+                text,
+                *span,
+                as_of=m.get("as_of") or None,
+                title=m.get("title") or None,
+                explain=f.explain() if explain else None,
+            )
+        )
+    return out
 
 
 def _committed_hits(
