@@ -1,7 +1,7 @@
 """LanceDB's full-text part stays in step with the vectors: rows written after the index
 was built are found, deleted and rewritten rows are not (a changed, a removed and a
 payload-only record), committed readers see the words of the last commit, and the index
-absorbs the rows written since it was built once they are many."""
+holds exactly the table's rows after each commit (its BM25 statistics count no deleted row)."""
 
 from __future__ import annotations
 
@@ -85,19 +85,33 @@ def test_the_words_are_matched_as_given_never_parsed(store: LanceDBStore) -> Non
     assert found(store, "???") == []
 
 
-def test_commit_folds_many_new_rows_into_the_index(store: LanceDBStore) -> None:
-    store.upsert(NS, [record(i, f"word{i} common") for i in range(3)])
+def test_after_a_commit_the_index_holds_exactly_the_tables_rows(store: LanceDBStore) -> None:
+    def stats() -> tuple[int, int, int]:
+        table = store._open(NS)
+        assert table is not None
+        s = table.index_stats(table.list_indices()[0].name)
+        assert s is not None
+        return s.num_indexed_rows, s.num_unindexed_rows, table.count_rows()
+
+    store.upsert(NS, [record(i, f"word{i} common") for i in range(6)])
     store.mark_committed(NS)
-    store.upsert(NS, [record(i, f"word{i} common") for i in range(3, 2_500)])
-    table = store._open(NS)
-    assert table is not None
-    (index,) = table.list_indices()
-    assert table.index_stats(index.name).num_unindexed_rows > 2_000
+    assert stats() == (6, 0, 6)
+    store.upsert(NS, [record(1, "word1 rewritten"), record(7, "word7 common")])
+    store.delete(NS, ["s2:0", "s3:0"])
+    assert stats()[1] > 0  # before the commit: new rows outside the index, deleted ones in it
     store.mark_committed(NS)
-    table = store._open(NS)
-    assert table is not None
-    assert table.index_stats(table.list_indices()[0].name).num_unindexed_rows == 0
-    assert [i for i, _ in found(store, "word2400")] == ["s2400:0"]
+    assert stats() == (5, 0, 5)
+    # Scores as a fresh index of the same rows gives them.
+    fresh = LanceDBStore(store.path.parent / "fresh")
+    fresh.upsert(
+        NS,
+        [record(i, f"word{i} common") for i in (0, 4, 5)] + [record(1, "word1 rewritten"), record(7, "word7 common")],
+    )
+    fresh.mark_committed(NS)
+    query = [1.0] * DIM
+    assert [(h.id, h.text_score) for h in store.text_query(NS, "common word1", query, 5, committed=True)] == [
+        (h.id, h.text_score) for h in fresh.text_query(NS, "common word1", query, 5, committed=True)
+    ]
 
 
 def test_a_table_made_before_the_column_gets_its_retrieval_text_at_the_next_commit(store: LanceDBStore) -> None:

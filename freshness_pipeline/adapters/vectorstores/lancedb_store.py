@@ -20,9 +20,11 @@ table. Lance keeps it in step by itself: a query also scans the rows written aft
 index was built, and skips deleted rows and the old copies of rewritten ones (a changed
 section, a payload update), so every table version answers with exactly its own rows. The
 index is part of the table version, so `committed` readers see the one of the last commit.
-`mark_committed` folds the rows written since the index was built into it (a rebuild) once
-they are more than a small share, as scanning them costs time on every query; it first
-fills `retrieval_text` where a table made before the column lacks it.
+But its BM25 statistics (document counts and lengths) still count the rows deleted or
+rewritten since it was built, so scores drift from those of a fresh index of the same rows:
+`mark_committed` rebuilds it whenever it does not cover exactly the table's rows, and an
+index refreshed run by run ranks as a fresh full index does. It first fills
+`retrieval_text` where a table made before the column lacks it.
 """
 
 from __future__ import annotations
@@ -63,7 +65,6 @@ _COLUMNS: dict[str, pa.DataType] = {
     "retrieval_text": pa.string(),
 }
 TEXT_COLUMN = "retrieval_text"
-_TEXT_SLACK = 2_000  # rows outside the full-text index a query may scan (or 5% of the indexed)
 _SQL_TYPES = {pa.string(): "STRING", pa.int64(): "BIGINT", pa.float64(): "DOUBLE"}
 _META_COLUMNS = ["id", *_COLUMNS, "extra"]
 _UPSERT_BATCH = 20_000
@@ -194,12 +195,12 @@ class LanceDBStore:
 
     def _sync_text_index(self, table: LanceTable) -> None:
         """Before a version is tagged: every row has its retrieval text, and the full-text
-        index covers all but a few of the rows (the rest a query scans)."""
+        index holds exactly the table's rows (a rebuild after any write since it was built)."""
         _fill_retrieval_text(table)
         index = _text_index(table)
         if index is not None:
             stats = table.index_stats(index.name)
-            if stats is None or stats.num_unindexed_rows <= max(_TEXT_SLACK, stats.num_indexed_rows // 20):
+            if stats is not None and stats.num_unindexed_rows == 0 and stats.num_indexed_rows == table.count_rows():
                 return
         _build_text_index(table)
 
