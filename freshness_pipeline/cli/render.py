@@ -139,7 +139,7 @@ def print_hits(hits: Sequence[Any], threshold: float | None) -> None:
         console().print(table)
     else:
         print("no results")
-    best = hits[0].score if hits else None
+    best = max(h.score for h in hits) if hits else None  # hybrid order is not cosine order
     weak = bool(hits) and threshold is not None and (best is None or best < threshold)
     print(
         f"best cosine similarity: {'-' if best is None else f'{best:.3f}'}"
