@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 Mode = Literal["hybrid", "vector", "text"]
 MODES: tuple[Mode, ...] = ("hybrid", "vector", "text")
 CANDIDATES = 30  # records each part ranks before fusion (at least k)
+_TIES = 10  # records read past the cut, so that ties across it are settled by id
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,17 +68,24 @@ def ranked(
     part ranks `CANDIDATES` records (at least k) before the fusion."""
     depth = k if mode != "hybrid" else max(k, CANDIDATES)
     if mode == "vector":
-        return [
-            Ranked(h, h.score, i, None) for i, h in enumerate(vectors.query(ns, vector, depth, committed=committed), 1)
-        ]
+        dense = _settled(vectors.query(ns, vector, depth + _TIES, committed=committed), depth, text=False)
+        return [Ranked(h, h.score, i, None) for i, h in enumerate(dense, 1)]
     if mode == "text":
-        words = vectors.text_query(ns, query, vector, depth, committed=committed)
+        words = _settled(vectors.text_query(ns, query, vector, depth + _TIES, committed=committed), depth, text=True)
         return [Ranked(h, h.text_score or 0.0, None, i) for i, h in enumerate(words, 1)]
-    dense, words = vectors.hybrid_query(ns, vector, query, depth, committed=committed)
+    dense, words = vectors.hybrid_query(ns, vector, query, depth + _TIES, committed=committed)
+    dense, words = _settled(dense, depth, text=False), _settled(words, depth, text=True)
     text_scores = {h.id: h.text_score for h in words}
     by_id = {h.id: h for h in words} | {h.id: replace(h, text_score=text_scores.get(h.id)) for h in dense}
     fused = fuse([[h.id for h in dense], [h.id for h in words]])[:k]
     return [Ranked(by_id[f.id], f.score, f.ranks[0], f.ranks[1]) for f in fused]
+
+
+def _settled(hits: list[Hit], depth: int, *, text: bool) -> list[Hit]:
+    """The first `depth` hits, equal scores ordered by id: a store returns ties in the order
+    its rows are stored, which differs between an index refreshed run by run and a fresh one
+    of the same records (the same text in two sections, a BM25 tie)."""
+    return sorted(hits, key=lambda h: (-round((h.text_score or 0.0) if text else h.score, 6), h.id))[:depth]
 
 
 @dataclass(frozen=True, slots=True)
