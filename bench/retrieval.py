@@ -156,12 +156,13 @@ def bench(name: str, root: Path, work: Path, embedder: str) -> list[tuple[str, s
             f"{len(differ)} differ {[(held[i][1][:200], other[i][1][:200]) for i in differ[:2]]}"
         )
     qs = questions(records)
-    vectors = [v.tolist() for v in make_embedder(EmbedderConfig(provider=embedder)).embed([q.text for q in qs])]
+    config = EmbedderConfig.model_validate({"provider": embedder})
+    vectors = [v.tolist() for v in make_embedder(config).embed([q.text for q in qs])]
     found = {"full": full.search(qs, vectors), "incremental": incremental.search(qs, vectors)}
     for mode, lists in found["full"].items():
-        if differ := sum(a != b for a, b in zip(lists, found["incremental"][mode], strict=True)):
+        if other_hits := sum(a != b for a, b in zip(lists, found["incremental"][mode], strict=True)):
             DIFFERENCES.append(
-                f"{name} {mode}: {differ} of {len(qs)} questions get other hits from the incremental index"
+                f"{name} {mode}: {other_hits} of {len(qs)} questions get other hits from the incremental index"
             )
     rows = []
     for index, by_mode in found.items():

@@ -345,8 +345,9 @@ def _matching(table: LanceTable, text: str, vector: Sequence[float], k: int) -> 
 
     if _text_index(table) is None:
         return []
+    words: Any = MatchQuery(text, TEXT_COLUMN)  # type: ignore[call-arg]  # the stub omits its defaults
     rows = (
-        table.search(MatchQuery(text, TEXT_COLUMN), query_type="fts")
+        table.search(words, query_type="fts")
         .select([*_held(table), "vector", "_score"])
         .limit(k)
         .to_arrow()
