@@ -72,3 +72,23 @@ def test_search_explain_says_which_part_found_each_result(dagster_home: Path) ->
         assert [h["id"] for h in plain] == [h["id"] for h in hits] and plain[0]["explain"] is None
         table = fr.cli("search", "zebrafish_retry_budget", "-k", "3", "--explain")
         assert "found by" in table and "text #1" in table
+
+
+def test_a_reindex_brings_its_own_full_text_index_and_drops_the_old_one(dagster_home: Path) -> None:
+    """Blue/green: the new version's table is written, searched by words before it becomes
+    active (the golden gate reads it), switched in the commit, and the old table with its
+    full-text index is dropped."""
+    with DocsSite() as docs:
+        fr = Freshness(dagster_home / "sources.yaml", docs.sitemap_url)
+        docs.publish(site("Raise zebrafish_retry_budget for slow hosts.", "yes", "/old-proxy/"))
+        fr.run()
+        docs.publish(site("Raise quokka_retry_budget for slow hosts.", "yes", "/old-proxy/"))
+        fr.configure(chunking={"token_budget": 60})  # a chunker change: a full re-index
+        counts = fr.run()
+        assert "chunker" in (counts["reindex_reason"] or ""), counts
+        found = texts(fr.sources, "zebrafish quokka", "text")
+        assert found and all("quokka_retry_budget" in t for t in found), found
+        explained = json.loads(fr.cli("search", "quokka", "--explain", "--json"))
+        assert "text #1" in explained[0]["explain"] and "quokka" in explained[0]["text"]
+        tables = sorted(p.name for p in (dagster_home / "vectors").iterdir())
+        assert tables == ["docs-v2.lance"], tables
