@@ -62,7 +62,7 @@ class Score:
 class Home:
     """One state home, driven through the `freshness` command line in this process."""
 
-    def __init__(self, home: Path, name: str, sitemap: str, embedder: str) -> None:
+    def __init__(self, home: Path, name: str, sitemap: str, embedder: dict[str, str]) -> None:
         home.mkdir(parents=True)
         (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
         self.home, self.name = home, name
@@ -75,7 +75,7 @@ class Home:
             "noise": {"fuzzy_threshold": 0},
             "checks": {"spike_min_share": 1.0},
         }
-        self.sources.write_text(json.dumps({"sources": [source], "embedder": {"provider": embedder}}))
+        self.sources.write_text(json.dumps({"sources": [source], "embedder": embedder}))
 
     def cli(self, *args: str) -> str:
         from freshness_pipeline.cli import main
@@ -123,7 +123,7 @@ class Home:
             ctx.close()
 
 
-def bench(name: str, root: Path, work: Path, embedder: str) -> list[tuple[str, str, str, int, Score]]:
+def bench(name: str, root: Path, work: Path, embedder: dict[str, str]) -> list[tuple[str, str, str, int, Score]]:
     from freshness_pipeline.adapters.embedders import make_embedder
     from freshness_pipeline.config import EmbedderConfig
     from freshness_pipeline.demo.server import DocsSite
@@ -156,7 +156,7 @@ def bench(name: str, root: Path, work: Path, embedder: str) -> list[tuple[str, s
             f"{len(differ)} differ {[(held[i][1][:200], other[i][1][:200]) for i in differ[:2]]}"
         )
     qs = questions(records)
-    config = EmbedderConfig.model_validate({"provider": embedder})
+    config = EmbedderConfig.model_validate(embedder)
     vectors = [v.tolist() for v in make_embedder(config).embed([q.text for q in qs])]
     found = {"full": full.search(qs, vectors), "incremental": incremental.search(qs, vectors)}
     for mode, lists in found["full"].items():
@@ -180,15 +180,17 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.retrieval", description=__doc__.split("\n\n")[0])
     p.add_argument("--corpus", action="append", choices=CORPORA, help="one corpus (repeatable; default: all)")
     p.add_argument("--embedder", default="local", choices=["local", "hashing"])
+    p.add_argument("--backend", choices=["torch", "onnx", "onnx-int8"], help="the local model's (default: its default)")
     args = p.parse_args(argv)
     os.environ.setdefault("FRESHNESS_LAUNCH", "in-process")
     os.environ.setdefault("FRESHNESS_PROGRESS", "off")
     root = corpora_root()
     print(f"load before: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
+    embedder = {"provider": args.embedder, **({"backend": args.backend} if args.backend else {})}
     with tempfile.TemporaryDirectory(prefix="freshness-retrieval-") as tmp:
-        rows = [(name, *row) for name in args.corpus or CORPORA for row in bench(name, root, Path(tmp), args.embedder)]
+        rows = [(name, *row) for name in args.corpus or CORPORA for row in bench(name, root, Path(tmp), embedder)]
     same = "same hits" if not DIFFERENCES else "OTHER HITS: " + "; ".join(DIFFERENCES)
-    print(f"embedder: {args.embedder}; incremental and full indexes: same records, {same}")
+    print(f"embedder: {embedder}; incremental and full indexes: same records, {same}")
     print("| corpus | questions | index | mode | hit@1 | hit@5 | MRR |")
     print("| --- | --- | --- | --- | ---: | ---: | ---: |")
     for name, kind, index, mode, n, score in rows:
