@@ -8,7 +8,7 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/pip install -q -e '.[dev]'
 	touch $@
 
-.PHONY: demo test lint bench bench-peers bench-overhead
+.PHONY: demo test lint bench bench-peers bench-overhead bench-retrieval
 demo: $(VENV)/.installed
 	$(VENV)/bin/freshness demo
 
@@ -35,3 +35,7 @@ bench-overhead: $(VENV)/.installed
 bench-peers: $(VENV)/.installed
 	$(VENV)/bin/pip install -q -e '.[peers]'
 	$(PY) -m bench.peers
+
+# Hit@1/hit@5/MRR of vector, full-text and hybrid search on the shipped corpora (docs/benchmarks.md).
+bench-retrieval: $(VENV)/.installed
+	$(PY) -m bench.retrieval

@@ -196,15 +196,18 @@ class Index:
 
             return indexed_sources(self.settings, names or self.source_names)
 
-    def search(self, query: str, *, k: int = 5, source: str | None = None, record: bool = True) -> list[Hit]:
-        """The top `k` sections for `query`, each with its citation: `url`, `heading_path`,
-        `key` (for `resolve`), `start`/`end` in the live page text, and `as_of`, the date
-        an answer can say it is true as of. With `record`, the search counts for
-        `weak()` and the citation resolution rate."""
+    def search(
+        self, query: str, *, k: int = 5, source: str | None = None, record: bool = True, explain: bool = False
+    ) -> list[Hit]:
+        """The top `k` sections for `query` (vector and full-text search fused), each with
+        its citation: `url`, `heading_path`, `key` (for `resolve`), `start`/`end` in the
+        live page text, and `as_of`, the date an answer can say it is true as of. With
+        `record`, the search counts for `weak()` and the citation resolution rate; with
+        `explain`, each hit says which part (vector, full-text or both) found it."""
         with _environment(self.home, self.sources_file):
             from .pipeline.search import search
 
-            return search(self.settings, query, k=k, source=source, record=record)
+            return search(self.settings, query, k=k, source=source, record=record, explain=explain)
 
     def weak_threshold(self) -> float | None:
         """The best-match score under which a search is weak, for the configured model."""

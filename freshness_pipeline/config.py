@@ -292,6 +292,9 @@ class VectorStoreConfig(_Strict):
     # run quadratic. Pinecone splits each call into requests of 1,000 / 2 MB itself.
     upsert_batch: Batch = 10_000
     timeout_s: Seconds = 30.0  # pinecone: per request; a timed-out request is retried
+    # pinecone: records carry sparse values of their retrieval text, the full-text part of a
+    # hybrid search (`core/sparse.py`); the index must use the dotproduct metric. Off: vector only.
+    sparse: bool = False
 
 
 class Webhook(_Strict):

@@ -202,6 +202,9 @@ def search(
         typer.Option("--source", metavar="NAME", help="search only this source (default: every source)"),
     ] = None,
     as_json: Annotated[bool, _json("the results as one JSON list")] = False,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="say which part (vector, full-text or both) found each result")
+    ] = False,
     sources: SourcesFile = None,
 ) -> int:
     """Exit 1, before any model is loaded, when nothing is indexed yet."""
@@ -216,7 +219,7 @@ def search(
             file=sys.stderr,
         )
         return 1
-    hits = index.search(query, k=k, source=source)
+    hits = index.search(query, k=k, source=source, explain=explain)
     if as_json:
         print(json.dumps([h.as_dict() for h in hits], indent=1))
     else:

@@ -161,11 +161,13 @@ def print_hits(hits: Sequence[Any], threshold: float | None) -> None:
         for i, h in enumerate(hits, 1):
             span = f"chars {h.start}-{h.end}" if h.start is not None else "(not in the live page text)"
             where = [h.url, f"[{h.heading_path}]", f"key={h.key}", span + (f"  as of {h.as_of}" if h.as_of else "")]
+            if h.explain:
+                where.append(f"found by {h.explain}")
             table.add_row(str(i), f"{h.score:.3f}", Text("\n".join(where)), Text(h.text[:160].replace("\n", " ")))
         console().print(table)
     else:
         print("no results")
-    best = hits[0].score if hits else None
+    best = max(h.score for h in hits) if hits else None  # hybrid order is not cosine order
     weak = bool(hits) and threshold is not None and (best is None or best < threshold)
     print(
         f"best cosine similarity: {'-' if best is None else f'{best:.3f}'}"

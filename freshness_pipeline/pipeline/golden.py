@@ -1,7 +1,8 @@
 """Golden sets: per source, queries with the page or section that should answer them, run
-against an index namespace (the active one after every run, or a re-indexed one before it
-becomes active). Misses are counted across runs; a query or section that misses on
-`checks.golden_miss_runs` consecutive runs requests a full re-index of its source.
+with the search a user gets (`search.ranked`, hybrid) against an index namespace (the
+active one after every run, or a re-indexed one before it becomes active). Misses are
+counted across runs; a query or section that misses on `checks.golden_miss_runs`
+consecutive runs requests a full re-index of its source.
 
 The file (`golden_set:` of the source, relative to the sources file):
 
@@ -27,6 +28,7 @@ from ..core.state import PageRow
 from ..core.urls import normalize_url
 from ..core.versions import namespace, page_signature, template_hash
 from .context import SourceContext
+from .search import ranked
 from .workers import SegmentJob, segment_one
 
 DEPTH = 10  # results read per query (MRR looks this far)
@@ -100,7 +102,11 @@ def evaluate(
     if not cases:
         return run
     vectors = ctx.embedder.embed([c.query for c in cases])
-    results = [ctx.vectors.query(ns, v.tolist(), DEPTH) for v in vectors]
+    # The search a user gets (hybrid), so a miss counted here is one a user would see.
+    results = [
+        [f.hit for f in ranked(ctx.vectors, ns, c.query, v.tolist(), DEPTH)]
+        for c, v in zip(cases, vectors, strict=True)
+    ]
     stale = stale_ids(ctx, [h for hits in results for h in hits[:TOP]], manifest_is_index=ns == active, current=current)
     for case, hits in zip(cases, results, strict=True):
         match = _matcher(ctx, case.expect)

@@ -113,6 +113,7 @@ def metadata(s: Section, source: str, version: int, now: float) -> dict[str, obj
         "heading_path": s.heading,
         "content_hash": s.content_hash,
         "text": s.text,  # markdown, links kept
+        "retrieval_text": s.embed_text,  # what was embedded: the full-text part of a search reads it
         "title": s.title,
         "as_of": s.as_of,
         "source": source,

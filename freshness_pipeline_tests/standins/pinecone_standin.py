@@ -9,7 +9,11 @@ not modelled and answer 400) and `POST /describe_index_stats`. Like the service 
 `Api-Key` header (401), caps an upsert at 1000 vectors (400) and 2 MB (413), metadata at
 40 KB per vector (400), a delete at 1000 ids (400), a list page at 100 ids, and requires
 every vector to have the index's dimension and a non-zero value (400). Deleting from a
-namespace that does not exist answers 404, as serverless does. Scores are cosine.
+namespace that does not exist answers 404, as serverless does. Scores are cosine, or with
+`metric="dotproduct"` the dot product of the dense values plus that of the sparse values
+(`sparseValues` on upsert, `sparseVector` on query: a sparse-dense index, the only kind
+that takes them; a cosine index answers 400). A query's dense vector may be all zeros (a
+sparse-only ranking); a stored vector's may not.
 
 Faults (see `_server`): besides statuses and "hang", ("vectors/upsert", "partial") applies
 the first half of the next upsert and then answers 500, as a write that failed midway.
@@ -68,9 +72,12 @@ class PineconeStandIn(LoopbackStandIn):
         dimension: int | None = None,
         api_key: str = "standin-key",
         hang_s: float = 5.0,
+        metric: str = "cosine",
     ) -> None:
         super().__init__(hang_s=hang_s)
         self.dimension = dimension  # None: fixed by the first upsert
+        self.metric = metric  # "cosine" or "dotproduct" (sparse-dense)
+        self.sparse: dict[str, dict[str, dict[int, float]]] = {}  # namespace -> id -> index -> value
         self.api_key = api_key
         self.namespaces: dict[str, dict[str, Stored]] = {}
         self.updates = 0  # by-id updates applied
@@ -117,15 +124,27 @@ class PineconeStandIn(LoopbackStandIn):
         vectors = body.get("vectors") or []
         if len(vectors) > MAX_UPSERT_VECTORS:
             raise _invalid(f"Upsert request has {len(vectors)} vectors; the maximum is {MAX_UPSERT_VECTORS}")
-        parsed = [self._check_vector(v) for v in vectors]
-        target = self.namespaces.setdefault(body.get("namespace", ""), {})
-        if action == "partial":
-            for vid, stored in parsed[: len(parsed) // 2]:
-                target[vid] = stored
-            raise _invalid("internal error while writing; part of the batch may be applied", 500)
-        for vid, stored in parsed:
+        parsed = [(*self._check_vector(v), self._check_sparse(v.get("sparseValues"))) for v in vectors]
+        name = body.get("namespace", "")
+        target = self.namespaces.setdefault(name, {})
+        words = self.sparse.setdefault(name, {})
+        applied = parsed[: len(parsed) // 2] if action == "partial" else parsed
+        for vid, stored, sparse in applied:
             target[vid] = stored
+            words[vid] = sparse  # an upsert replaces both parts of a record
+        if action == "partial":
+            raise _invalid("internal error while writing; part of the batch may be applied", 500)
         return Reply(200, {"upsertedCount": len(parsed)})
+
+    def _check_sparse(self, raw: Any) -> dict[int, float]:
+        if raw is None:
+            return {}
+        if self.metric != "dotproduct":
+            raise _invalid("Sparse vectors are only supported for indexes with the dotproduct metric")
+        indices, values = raw.get("indices") or [], raw.get("values") or []
+        if len(indices) != len(values) or len(set(indices)) != len(indices):
+            raise _invalid("Sparse vector indices must be unique and as many as its values")
+        return {int(i): float(v) for i, v in zip(indices, values, strict=True)}
 
     def _check_vector(self, vector: dict[str, Any]) -> tuple[str, Stored]:
         vid, values, metadata = vector.get("id"), vector.get("values"), vector.get("metadata")
@@ -157,12 +176,17 @@ class PineconeStandIn(LoopbackStandIn):
         query = np.asarray(body.get("vector") or [], dtype=np.float32)
         if stored and len(query) != self.dimension:
             raise _invalid(f"Vector dimension {len(query)} does not match the dimension of the index {self.dimension}")
+        words = self._check_sparse(body.get("sparseVector"))
         matches = []
         if stored:
             ids = list(stored)
             matrix = np.stack([stored[i][0] for i in ids])
-            norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0)
-            scores = matrix @ query / norms
+            if self.metric == "dotproduct":
+                held = self.sparse.get(namespace, {})
+                sparse = [sum(v * held.get(i, {}).get(at, 0.0) for at, v in words.items()) for i in ids]
+                scores = matrix @ query + np.asarray(sparse, dtype=np.float32)
+            else:
+                scores = matrix @ query / (np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0))
             for at in np.argsort(-scores, kind="stable")[:top_k]:
                 values, metadata = stored[ids[at]]
                 match: dict[str, Any] = {"id": ids[at], "score": float(scores[at])}
@@ -195,6 +219,7 @@ class PineconeStandIn(LoopbackStandIn):
             raise _invalid("Namespace not found", 404)
         if body.get("deleteAll"):
             del self.namespaces[namespace]
+            self.sparse.pop(namespace, None)
             return Reply(200, {})
         ids = body.get("ids") or []
         if len(ids) > MAX_DELETE_IDS:
@@ -202,6 +227,7 @@ class PineconeStandIn(LoopbackStandIn):
         stored = self.namespaces[namespace]
         for vid in ids:
             stored.pop(vid, None)
+            self.sparse.get(namespace, {}).pop(vid, None)
         return Reply(200, {})
 
     def _update(self, request: Request, action: str | None) -> Reply:
@@ -253,7 +279,7 @@ class PineconeStandIn(LoopbackStandIn):
                 "dimension": self.dimension,
                 "indexFullness": 0.0,
                 "totalVectorCount": sum(counts.values()),
-                "metric": "cosine",
+                "metric": self.metric,
                 "vectorType": "dense",
             },
         )

@@ -21,7 +21,7 @@ def make_vector_store(cfg: VectorStoreConfig, *, default_path: Path, api_key: st
         key = api_key or os.environ.get("PINECONE_API_KEY")
         if not key:
             raise ConfigError("vector_store.provider is pinecone but PINECONE_API_KEY is not set")
-        return PineconeStore(key, cfg.host, timeout=cfg.timeout_s)
+        return PineconeStore(key, cfg.host, timeout=cfg.timeout_s, sparse=cfg.sparse)
     from freshness_pipeline.adapters.vectorstores.lancedb_store import LanceDBStore
 
     return LanceDBStore(cfg.path or default_path)

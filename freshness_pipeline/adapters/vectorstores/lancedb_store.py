@@ -14,6 +14,17 @@ Every write makes a new table version. `mark_committed` tags the current one
 `committed`; readers (`committed=True`: search, dump) check that version out, so a search
 during a run sees the index as the last commit left it, never half of a run's writes.
 A table with a missing or unreadable file raises `DamagedState` naming it.
+
+Full-text search: LanceDB's native full-text (BM25) index on `retrieval_text`, made with the
+table. Lance keeps it in step by itself: a query also scans the rows written after the
+index was built, and skips deleted rows and the old copies of rewritten ones (a changed
+section, a payload update), so every table version answers with exactly its own rows. The
+index is part of the table version, so `committed` readers see the one of the last commit.
+But its BM25 statistics (document counts and lengths) still count the rows deleted or
+rewritten since it was built, so scores drift from those of a fresh index of the same rows:
+`mark_committed` rebuilds it whenever it does not cover exactly the table's rows, and an
+index refreshed run by run ranks as a fresh full index does. It first fills
+`retrieval_text` where a table made before the column lacks it.
 """
 
 from __future__ import annotations
@@ -36,6 +47,7 @@ from freshness_pipeline.adapters.vectorstores.base import Hit, VectorRecord
 
 if TYPE_CHECKING:
     from lancedb.db import LanceDBConnection
+    from lancedb.index import IndexConfig
     from lancedb.table import LanceTable
 
 _COLUMNS: dict[str, pa.DataType] = {
@@ -50,7 +62,9 @@ _COLUMNS: dict[str, pa.DataType] = {
     "index_version": pa.int64(),
     "as_of": pa.string(),
     "title": pa.string(),
+    "retrieval_text": pa.string(),
 }
+TEXT_COLUMN = "retrieval_text"
 _SQL_TYPES = {pa.string(): "STRING", pa.int64(): "BIGINT", pa.float64(): "DOUBLE"}
 _META_COLUMNS = ["id", *_COLUMNS, "extra"]
 _UPSERT_BATCH = 20_000
@@ -172,11 +186,23 @@ class LanceDBStore:
         if table is None:
             return
         with self._damage(namespace):
+            self._sync_text_index(table)
             tags = table.tags.list()
             if COMMITTED not in tags:
                 table.tags.create(COMMITTED, table.version)
             elif tags[COMMITTED]["version"] != table.version:
                 table.tags.update(COMMITTED, table.version)
+
+    def _sync_text_index(self, table: LanceTable) -> None:
+        """Before a version is tagged: every row has its retrieval text, and the full-text
+        index holds exactly the table's rows (a rebuild after any write since it was built)."""
+        _fill_retrieval_text(table)
+        index = _text_index(table)
+        if index is not None:
+            stats = table.index_stats(index.name)
+            if stats is not None and stats.num_unindexed_rows == 0 and stats.num_indexed_rows == table.count_rows():
+                return
+        _build_text_index(table)
 
     def upsert(self, namespace: str, records: Sequence[VectorRecord]) -> None:
         if not records:
@@ -184,7 +210,11 @@ class LanceDBStore:
         latest = list({r.id: r for r in records}.values())  # last write wins within a call
         dim = len(latest[0].vector)
         schema = _schema(dim)
-        table = self._open(namespace) or self._db.create_table(table_name(namespace), schema=schema, exist_ok=True)
+        table = self._open(namespace)
+        if table is None:
+            table = self._db.create_table(table_name(namespace), schema=schema, exist_ok=True)
+            if _text_index(table) is None:
+                _build_text_index(table)  # from the start: a table is never without one
         have = table.schema.field("vector").type.list_size
         if have != dim:
             raise ValueError(f"namespace {namespace!r} holds {have}-d vectors, got {dim}-d")
@@ -260,15 +290,25 @@ class LanceDBStore:
         if table is None:
             return []
         with self._damage(namespace):
-            rows = (
-                table.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
-                .distance_type("cosine")
-                .select([*_held(table), "_distance"])
-                .limit(k)
-                .to_arrow()
-                .to_pylist()
-            )
-        return [Hit(id=row["id"], score=1.0 - row.pop("_distance"), metadata=_from_row(row)) for row in rows]
+            return _nearest(table, vector, k)
+
+    def text_query(
+        self, namespace: str, text: str, vector: Sequence[float], k: int, *, committed: bool = False
+    ) -> list[Hit]:
+        table = self._open(namespace, committed=committed)
+        if table is None:
+            return []
+        with self._damage(namespace):
+            return _matching(table, text, vector, k)
+
+    def hybrid_query(
+        self, namespace: str, vector: Sequence[float], text: str, k: int, *, committed: bool = False
+    ) -> tuple[list[Hit], list[Hit]]:
+        table = self._open(namespace, committed=committed)  # one version for both parts
+        if table is None:
+            return [], []
+        with self._damage(namespace):
+            return _nearest(table, vector, k), _matching(table, text, vector, k)
 
     def drop_namespace(self, namespace: str) -> None:
         """Idempotent, and works on a damaged table too (what Lance cannot remove is deleted)."""
@@ -282,6 +322,79 @@ def _held(table: LanceTable) -> list[str]:
     """The metadata columns a table has: one read at an older committed version may lack new ones."""
     names = set(table.schema.names)
     return [c for c in _META_COLUMNS if c in names]
+
+
+def _nearest(table: LanceTable, vector: Sequence[float], k: int) -> list[Hit]:
+    rows = (
+        table.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
+        .distance_type("cosine")
+        .select([*_held(table), "_distance"])
+        .limit(k)
+        .to_arrow()
+        .to_pylist()
+    )
+    return [Hit(id=row["id"], score=1.0 - row.pop("_distance"), metadata=_from_row(row)) for row in rows]
+
+
+def _matching(table: LanceTable, text: str, vector: Sequence[float], k: int) -> list[Hit]:
+    """BM25 over `retrieval_text` (stemmed, stop words dropped; the words are matched as
+    given, never parsed as a query language), each hit with its cosine similarity to
+    `vector`. A table version without the index (made before it existed and never committed
+    since) has no full-text part: []."""
+    from lancedb.query import MatchQuery
+
+    if _text_index(table) is None:
+        return []
+    words: Any = MatchQuery(text, TEXT_COLUMN)  # type: ignore[call-arg]  # the stub omits its defaults
+    rows = (
+        table.search(words, query_type="fts")
+        .select([*_held(table), "vector", "_score"])
+        .limit(k)
+        .to_arrow()
+        .to_pylist()
+    )
+    query = np.asarray(vector, dtype=np.float32)
+    out = []
+    for row in rows:
+        stored = np.asarray(row.pop("vector"), dtype=np.float32)
+        cosine = float(stored @ query / ((np.linalg.norm(stored) * np.linalg.norm(query)) or 1.0))
+        out.append(Hit(id=row["id"], score=cosine, metadata=_from_row(row), text_score=float(row.pop("_score"))))
+    return out
+
+
+def _text_index(table: LanceTable) -> IndexConfig | None:
+    return next((i for i in table.list_indices() if i.index_type == "FTS" and i.columns == [TEXT_COLUMN]), None)
+
+
+def _build_text_index(table: LanceTable) -> None:
+    from lancedb.index import FTS
+
+    table.create_index(TEXT_COLUMN, config=FTS(), replace=True)
+
+
+def _fill_retrieval_text(table: LanceTable) -> None:
+    """Rows written before the column existed get the retrieval text their heading path and
+    markdown make (`core/retrieval.py`, the function that made what was embedded)."""
+    from freshness_pipeline.core.retrieval import retrieval_text
+
+    lacking = (
+        table.search()
+        .where(f"{TEXT_COLUMN} IS NULL")
+        .select(["id", "heading_path", "text"])
+        .limit(None)
+        .to_arrow()
+        .to_pylist()
+    )
+    if not lacking:
+        return
+    filled = [
+        (r["id"], retrieval_text(tuple((r["heading_path"] or "").split(" > ")), r["text"] or "")) for r in lacking
+    ]
+    for start in range(0, len(filled), _UPSERT_BATCH):
+        part = filled[start : start + _UPSERT_BATCH]
+        schema = pa.schema([table.schema.field("id"), table.schema.field(TEXT_COLUMN)])
+        batch = pa.table({"id": [i for i, _ in part], TEXT_COLUMN: [t for _, t in part]}, schema=schema)
+        table.merge_insert("id").when_matched_update_all().execute(batch)
 
 
 def _to_arrow(records: Sequence[VectorRecord], schema: pa.Schema, dim: int) -> pa.Table:

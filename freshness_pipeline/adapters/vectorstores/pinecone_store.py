@@ -8,6 +8,14 @@ backoff, so a longer outage of a few seconds still converges. Upserts and delete
 idempotent by id, so retrying a batch that partly applied is safe. A payload update is
 one `update(id=..., set_metadata=...)` per record (the API patches one id at a time); as
 `set_metadata` never clears a key, a missing value is written as "".
+
+The full-text part of a hybrid search: with `sparse` (an index of the dotproduct metric,
+`vector_store.sparse`), each record carries sparse values of its retrieval text
+(`core/sparse.py`), written with its vector by the same upsert, so a rewrite or a delete
+changes both at once and a payload update touches neither. `text_query` asks with the
+sparse query alone (a zero dense vector: the dense part adds nothing) and keeps the matches
+that share a word. Without `sparse` it finds nothing, and searches are vector only. The
+retrieval text itself is not stored in the metadata (it would double its size).
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from tenacity import (
 
 from freshness_pipeline.adapters.vectorstores.base import Hit, VectorRecord
 from freshness_pipeline.adapters.vectorstores.lancedb_store import heading_str
+from freshness_pipeline.core import sparse as sparse_words
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +55,7 @@ MAX_DELETE_IDS = 1000
 FETCH_BATCH = 100  # ids per fetch: one list page, and a URL of reasonable length
 _FLOAT_BYTES = 25  # upper bound of one float in JSON: "-1.2345678901234567e-100,"
 _INT_FIELDS = ("chunk_index", "index_version")  # Pinecone returns every number as a float
+_NOT_STORED = ("retrieval_text",)  # sent as sparse values, not metadata
 _T = TypeVar("_T")
 
 
@@ -103,10 +113,12 @@ class PineconeStore:
         timeout: float = 30.0,
         max_attempts: int = 5,
         max_backoff: float = 30.0,
+        sparse: bool = False,
     ) -> None:
         if not 1 <= batch_size <= MAX_UPSERT_VECTORS:
             raise ValueError(f"batch_size must be between 1 and {MAX_UPSERT_VECTORS}")
         self.batch_size = batch_size
+        self.sparse = sparse
         self._index = Pinecone(api_key=api_key, timeout=timeout).Index(host=host)
         self._retrying = Retrying(
             retry=retry_if_exception(_retryable),
@@ -128,9 +140,13 @@ class PineconeStore:
         size = 0
         for record in records:
             values = np.asarray(record.vector, dtype=np.float64).tolist()
-            metadata = fit_metadata(record.metadata)
+            metadata = fit_metadata({k: v for k, v in record.metadata.items() if k not in _NOT_STORED})
             item = _json_size(record.id) + _FLOAT_BYTES * len(values) + _json_size(metadata) + 64
-            vector = {"id": record.id, "values": values, "metadata": metadata}
+            vector: dict[str, Any] = {"id": record.id, "values": values, "metadata": metadata}
+            words = sparse_words.document_vector(str(record.metadata.get("retrieval_text") or ""))
+            if self.sparse and words["indices"]:
+                vector["sparse_values"] = words
+                item += _FLOAT_BYTES * 2 * len(words["indices"])
             if batch and (len(batch) >= self.batch_size or size + item > MAX_REQUEST_BYTES):
                 yield batch
                 batch, size = [], 0
@@ -141,7 +157,7 @@ class PineconeStore:
 
     def update_metadata(self, namespace: str, updates: Mapping[str, dict[str, Any]]) -> None:
         for vid, metadata in updates.items():
-            meta = fit_metadata({k: "" if v is None else v for k, v in metadata.items()})
+            meta = fit_metadata({k: "" if v is None else v for k, v in metadata.items() if k not in _NOT_STORED})
             self._call(self._index.update, id=vid, set_metadata=meta, namespace=namespace)
 
     def delete(self, namespace: str, ids: Sequence[str]) -> None:
@@ -188,6 +204,37 @@ class PineconeStore:
     def records(self, namespace: str, *, committed: bool = False) -> Iterator[dict[str, Any]]:
         for vid, meta in self._metadata(namespace):
             yield {"id": vid, **meta}
+
+    def text_query(
+        self, namespace: str, text: str, vector: Sequence[float], k: int, *, committed: bool = False
+    ) -> list[Hit]:
+        words = sparse_words.query_vector(text)
+        if not self.sparse or not words["indices"]:
+            return []
+        query = np.asarray(vector, dtype=np.float64)
+        result = self._call(
+            self._index.query,
+            vector=[0.0] * len(query),
+            sparse_vector=words,
+            top_k=k,
+            namespace=namespace,
+            include_metadata=True,
+            include_values=True,
+        )
+        hits = []
+        for m in result.matches:
+            if float(m.score) <= 0.0:  # no word in common: ranked by the zero dense part alone
+                continue
+            stored = np.asarray(m.values, dtype=np.float64)
+            cosine = float(stored @ query / ((np.linalg.norm(stored) * np.linalg.norm(query)) or 1.0))
+            hits.append(Hit(id=m.id, score=cosine, metadata=_from_pinecone(m.metadata), text_score=float(m.score)))
+        return hits
+
+    def hybrid_query(
+        self, namespace: str, vector: Sequence[float], text: str, k: int, *, committed: bool = False
+    ) -> tuple[list[Hit], list[Hit]]:
+        # Two requests: Pinecone keeps no versions, both read the live namespace.
+        return self.query(namespace, vector, k), self.text_query(namespace, text, vector, k)
 
     def query(self, namespace: str, vector: Sequence[float], k: int, *, committed: bool = False) -> list[Hit]:
         result = self._call(
