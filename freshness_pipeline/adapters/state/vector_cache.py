@@ -1,5 +1,11 @@
 """The embedding cache: vectors keyed by model, dimensions and content hash, so a text is
-paid for once (a crashed run's vectors are taken from here by the next)."""
+paid for once (a crashed run's vectors are taken from here by the next).
+
+Bounded by `prune`: a row stays while a committed section of a source whose active index
+uses its model references it (search, `reconcile --fix` and a model switch back rebuild
+from those), or while any run's staged sections do (a running refresh, a blue/green
+candidate being built, a crashed run the next one resumes); every other row goes.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,7 @@ import time
 from collections.abc import Collection, Mapping
 
 import numpy as np
-from sqlalchemy import Engine, select
+from sqlalchemy import Connection, Engine, and_, delete, exists, func, select
 
 from . import schema
 from .dialect import chunks, insert_ignore_rows
@@ -45,3 +51,21 @@ class VectorCache:
         if rows:
             with self.engine.begin() as conn:
                 insert_ignore_rows(conn, schema.embedding_cache, rows)
+
+    def size(self) -> int:
+        """Rows in the cache, every model's."""
+        with self.engine.connect() as conn:
+            return int(conn.execute(select(func.count()).select_from(schema.embedding_cache)).scalar_one())
+
+
+def prune_unreferenced(conn: Connection) -> int:
+    """Delete the rows nothing references (module docstring), inside the caller's
+    transaction (the manifest commit); returns how many went."""
+    c, s, src, st = schema.embedding_cache, schema.sections, schema.sources, schema.staged_sections
+    committed = (
+        select(s.c.content_hash)
+        .select_from(s.join(src, s.c.source == src.c.source))
+        .where(and_(s.c.content_hash == c.c.content_hash, src.c.embed_model == c.c.model, src.c.embed_dims == c.c.dims))
+    )
+    staged = select(st.c.content_hash).where(st.c.content_hash == c.c.content_hash)
+    return int(conn.execute(delete(c).where(~exists(committed), ~exists(staged))).rowcount or 0)
