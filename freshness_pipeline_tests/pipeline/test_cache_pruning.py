@@ -1,9 +1,11 @@
-"""The embedding cache stays bounded: a commit that replaced sections leaves no cache row
-that no committed section references, and `status` reports the cache's size."""
+"""The embedding cache stays bounded: after a run that replaced sections, `freshness
+reconcile --fix` leaves no cache row that no committed section references, and `status`
+reports the cache's size."""
 
 from __future__ import annotations
 
 import copy
+import json
 import random
 from pathlib import Path
 
@@ -13,6 +15,7 @@ from sqlalchemy import select
 
 from freshness_pipeline.adapters.state import schema
 from freshness_pipeline.adapters.state.store import StateStore
+from freshness_pipeline.cli import main
 from freshness_pipeline.config import load_settings, state_url
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline.pipeline.source_status import source_status
@@ -54,8 +57,15 @@ def test_a_run_that_replaced_sections_leaves_no_unreferenced_vectors(
         second = run_json(capsys, sources)
         assert (second["changed"], second["gone"], second["embedded"]) == (1, 1, 1)
         cached, committed = cache_and_manifest(store)
-        assert cached == committed and len(cached) == 15 - 3  # the replaced text's vector and the gone page's
-        assert store.vector_cache.size() == 12
+        # Until pruned, the replaced texts stay (a revert would cost nothing) ...
+        assert len(committed) == 15 - 3 and committed < cached and len(cached) == 15 + 1 + 1
+        assert source_status(load_settings(sources), "docs")["embedding_cache_rows"] == 17
+
+        assert main(["--sources", str(sources), "reconcile", "--fix", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["cache_pruned"] == 5
+        # ... and then only what the manifest references is left.
+        cached, committed = cache_and_manifest(store)
+        assert cached == committed and store.vector_cache.size() == 12
 
     status = source_status(load_settings(sources), "docs")
     assert status["embedding_cache_rows"] == 12 == status["sections_indexed"]

@@ -1,7 +1,6 @@
 """The manifest commit: one transaction, after the vector store writes succeeded, that
 applies a plan (in batches, read as they are applied) to the manifest and records key
-redirects, page signatures, change events (the outbox), the cleared intents, the new generation and the run;
-a commit that replaced sections also prunes the embedding cache of vectors nothing references.
+redirects, page signatures, change events (the outbox), the cleared intents, the new generation and the run.
 
 A plan made against an older generation is refused (`StalePlan`) before anything is written.
 """
@@ -21,7 +20,6 @@ from . import schema
 from .dialect import CHUNK, chunks, upsert_rows
 from .section_rows import section_row
 from .sources import generation, save_source
-from .vector_cache import prune_unreferenced
 
 
 class StalePlan(RuntimeError):
@@ -49,17 +47,12 @@ def commit_plan(
         )
     if replace_all:
         conn.execute(delete(schema.sections).where(schema.sections.c.source == source))
-    replaced = replace_all
     for plan in plans:
         _apply_sections(conn, source, plan, replace_all=replace_all, now=now)
         _record_redirects(conn, source, plan, now)
-        replaced = replaced or bool(plan.deletes or plan.changed or plan.moved)
     _record_signatures(conn, source, signatures)
     _record_events(conn, source, events, now)
     conn.execute(delete(schema.pending_writes).where(schema.pending_writes.c.source == source))
-    if replaced:
-        # Sections were replaced: the vectors only they used go (a quiet commit skips the sweep).
-        prune_unreferenced(conn)
     state.generation = base_generation + 1
     save_source(conn, state)
     conn.execute(schema.runs.insert(), [{"source": source, **run}])

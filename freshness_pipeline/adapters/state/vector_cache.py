@@ -1,10 +1,11 @@
 """The embedding cache: vectors keyed by model, dimensions and content hash, so a text is
 paid for once (a crashed run's vectors are taken from here by the next).
 
-Bounded by `prune`: a row stays while a committed section of a source whose active index
-uses its model references it (search, `reconcile --fix` and a model switch back rebuild
-from those), or while any run's staged sections do (a running refresh, a blue/green
-candidate being built, a crashed run the next one resumes); every other row goes.
+Bounded by `prune` (`freshness reconcile --fix`): a row stays while a committed section of a
+source whose active index uses its model references it (search and `reconcile --fix`
+rebuild from those), or while any run's staged sections do (a running refresh, a blue/green
+candidate being built, a crashed run the next one resumes); every other row goes. Not at
+every commit: a replaced text that comes back (a reverted edit) is then still free.
 """
 
 from __future__ import annotations
@@ -52,6 +53,11 @@ class VectorCache:
             with self.engine.begin() as conn:
                 insert_ignore_rows(conn, schema.embedding_cache, rows)
 
+    def prune(self) -> int:
+        """Delete the rows nothing references; returns how many went."""
+        with self.engine.begin() as conn:
+            return prune_unreferenced(conn)
+
     def size(self) -> int:
         """Rows in the cache, every model's."""
         with self.engine.connect() as conn:
@@ -59,8 +65,8 @@ class VectorCache:
 
 
 def prune_unreferenced(conn: Connection) -> int:
-    """Delete the rows nothing references (module docstring), inside the caller's
-    transaction (the manifest commit); returns how many went."""
+    """Delete the rows nothing references (module docstring) in the transaction `conn`;
+    returns how many went."""
     c, s, src, st = schema.embedding_cache, schema.sections, schema.sources, schema.staged_sections
     committed = (
         select(s.c.content_hash)
