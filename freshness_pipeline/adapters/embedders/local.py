@@ -176,7 +176,7 @@ def token_batches(lengths: Sequence[int], budget: int, max_rows: int) -> list[li
 
 
 def _padded(rows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
-    ids = np.zeros((len(rows), max(map(len, rows))), dtype=np.int64)
+    ids: np.ndarray = np.zeros((len(rows), max(map(len, rows))), dtype=np.int64)
     mask = np.zeros_like(ids)
     for r, row in enumerate(rows):
         ids[r, : len(row)] = row
