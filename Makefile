@@ -2,10 +2,11 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-$(VENV)/.installed: pyproject.toml
+# constraints.txt: the tested release of every package, so CI installs what was tested.
+$(VENV)/.installed: pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[dev]'
+	$(VENV)/bin/pip install -q -c constraints.txt -e '.[dev]'
 	touch $@
 
 .PHONY: demo test lint bench bench-peers bench-overhead bench-retrieval
@@ -33,7 +34,7 @@ bench-overhead: $(VENV)/.installed
 
 # LangChain and LlamaIndex on the shipped corpora (docs/benchmarks.md); needs the [peers] extra.
 bench-peers: $(VENV)/.installed
-	$(VENV)/bin/pip install -q -e '.[peers]'
+	$(VENV)/bin/pip install -q -c constraints.txt -e '.[peers]'
 	$(PY) -m bench.peers
 
 # Hit@1/hit@5/MRR of vector, full-text and hybrid search on the shipped corpora (docs/benchmarks.md).

@@ -8,9 +8,13 @@ import html
 from collections.abc import Mapping
 from functools import lru_cache
 
-import markdown as md
+from markdown_it import MarkdownIt
+from mdit_py_plugins.admon import admon_plugin
+from mdit_py_plugins.anchors import anchors_plugin
 
-_EXTENSIONS = ["fenced_code", "tables", "admonition", "toc"]
+# What MkDocs sites write: CommonMark with raw HTML, tables, `!!! note` admonitions and
+# headings with ids (the package's one markdown parser; core/retrieval.py uses it too).
+_MD = MarkdownIt("commonmark", {"html": True}).enable("table").use(admon_plugin).use(anchors_plugin, max_level=6)
 
 
 def page_path(rel: str) -> str:
@@ -58,7 +62,7 @@ def render(
 def _article(body_md: str) -> str:
     """The article's HTML. Cached: a site's history republishes mostly unchanged pages, and
     a replay renders each page once per build and once more for its oracle."""
-    return md.markdown(body_md, extensions=_EXTENSIONS)
+    return _MD.render(body_md)
 
 
 def title_of(body_md: str, fallback: str) -> str:

@@ -38,6 +38,7 @@ class ReconcileReport:
     missing: list[str] = field(default_factory=list)  # in the manifest, not in the store
     mismatched: list[str] = field(default_factory=list)  # in both, with different content hashes
     fixed: int = 0  # records deleted or re-upserted by `fix`
+    cache_pruned: int = 0  # embedding cache rows nothing referenced, deleted by `fix`
     source: str = ""
     namespace: str = ""
     records: int = 0  # rows in the manifest
@@ -69,6 +70,7 @@ class ReconcileReport:
             "missing": self.missing,
             "mismatched": self.mismatched,
             "fixed": self.fixed,
+            "cache_pruned": self.cache_pruned,
             "damage": self.damage,
         }
 
@@ -143,16 +145,19 @@ def reconcile(ctx: SourceContext, *, fix: bool = False) -> ReconcileReport:
     with ctx.store.locks.lock(ctx.name, wait=True):
         state = ctx.store.sources.get(ctx.name)
         report = compare(ctx, state)
-        if not fix or report.clean or state is None:
+        if not fix:
             return report
-        if report.damage:  # unreadable: rebuilt whole from the manifest and the cache
-            ctx.vectors.drop_namespace(report.namespace)
-            ids: list[str] = sorted(ctx.store.manifest.hashes(ctx.name))
-        else:
-            ids = [*report.orphans, *report.missing, *report.mismatched]
-        deleted, upserted = restore_from_manifest(ctx, state, ids)
-        ctx.vectors.mark_committed(report.namespace)
-        report.fixed = deleted + upserted
+        if not (report.clean or state is None):
+            if report.damage:  # unreadable: rebuilt whole from the manifest and the cache
+                ctx.vectors.drop_namespace(report.namespace)
+                ids: list[str] = sorted(ctx.store.manifest.hashes(ctx.name))
+            else:
+                ids = [*report.orphans, *report.missing, *report.mismatched]
+            deleted, upserted = restore_from_manifest(ctx, state, ids)
+            ctx.vectors.mark_committed(report.namespace)
+            report.fixed = deleted + upserted
+        # The embedding cache keeps replaced texts (a revert is free) until this prunes them.
+        report.cache_pruned = ctx.store.vector_cache.prune()
     return report
 
 

@@ -49,6 +49,7 @@ def source_status(settings: Settings, name: str, *, recent_runs: int = 10) -> di
                 "pages_live": sum(1 for p in pages if p.state == "live"),
                 "pages_gone": sum(1 for p in pages if p.state != "live"),
                 "sections_indexed": ctx.store.manifest.count(name),
+                "embedding_cache_rows": ctx.store.vector_cache.size(),  # every source's; reconcile --fix prunes
                 "tiers": dict(tiers),
                 "last_run": last,  # the last success: the last run that committed
                 "last_attempt": attempt,

