@@ -20,9 +20,11 @@ TEST_WORKERS ?= $(shell python3 -c 'import os; print((os.cpu_count() or 1) + 1)'
 test: $(VENV)/.installed
 	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal
 
+# ruff, then mypy (configured in pyproject.toml: strict on core/ and pipeline/ports.py).
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 bench: $(VENV)/.installed
 	$(PY) -m bench.run

@@ -34,7 +34,7 @@ from .coordinator import daemon_running
 from .executors import executor_name
 from .liveness import HOST_TAG, reap_dead_runs, this_host, wait_for_run_worker
 from .metadata import INDEX_EXTRAS
-from .partitions import sources_partitions
+from .partitions import SOURCES
 from .tags import TIER_TAG
 
 LAUNCH_ENV = "FRESHNESS_LAUNCH"  # "in-process": execute_in_process, no code location origin
@@ -71,8 +71,8 @@ def run_refresh(
     `log_level` is for the run's console only; the instance keeps every event."""
     instance = dg.DagsterInstance.get()
     reap_dead_runs(instance)  # a killed run's pool slot would make this run wait forever
-    if not instance.has_dynamic_partition(sources_partitions.name, source):
-        instance.add_dynamic_partitions(sources_partitions.name, [source])
+    if not instance.has_dynamic_partition(SOURCES, source):
+        instance.add_dynamic_partitions(SOURCES, [source])
     run_tags = {**(tags or {}), HOST_TAG: this_host(), **({TIER_TAG: tier} if tier else {})}
     logs = {"loggers": {"console": {"config": {"log_level": log_level}}}}
     if in_process if in_process is not None else os.environ.get(LAUNCH_ENV) == "in-process":

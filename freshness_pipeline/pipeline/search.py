@@ -107,7 +107,8 @@ def search(
                         m["heading_path"],
                         h.score,
                         text,
-                        *span,
+                        start=span[0],
+                        end=span[1],
                         as_of=m.get("as_of") or None,
                         title=m.get("title") or None,
                     )

@@ -85,7 +85,7 @@ def _export(model_dir: Path, out: Path) -> None:
     hf_logging.disable_progress_bar()
     _check_mean_pooling(model_dir)
     st = SentenceTransformer(str(model_dir), local_files_only=True, device="cpu")
-    bert = st[0].auto_model.eval()
+    bert = st[0].auto_model.eval()  # type: ignore[union-attr]  # sentence-transformers types it Tensor | Module
 
     class Pooled(torch.nn.Module):
         """The transformer, then mean pooling over the attention mask, then L2 norm."""

@@ -55,9 +55,10 @@ class MetricsStore:
             q = select(t).where(t.c.source == source, t.c.kind == kind)
             prev = {r.subject: r for r in conn.execute(q)}
             rows = []
+            streaks: dict[str, int] = {}
             for subject, missed in outcomes.items():
                 old = prev.get(subject)
-                consecutive = next_streak(old.consecutive if old else 0, missed)
+                consecutive = streaks[subject] = next_streak(old.consecutive if old else 0, missed)
                 rows.append(
                     {
                         "source": source,
@@ -75,7 +76,7 @@ class MetricsStore:
             gone = set(prev) - set(outcomes)
             if gone:
                 conn.execute(delete(t).where(t.c.source == source, t.c.kind == kind, t.c.subject.in_(gone)))
-        return {r["subject"]: r["consecutive"] for r in rows}
+        return streaks
 
     def chronic_misses(self, source: str, at_least: int) -> list[dict[str, Any]]:
         """Queries and sections missing on at least `at_least` consecutive runs."""

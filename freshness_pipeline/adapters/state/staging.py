@@ -149,7 +149,7 @@ class Staging:
         self, source: str, run_id: str, urls: Collection[str]
     ) -> dict[str, tuple[str, str | None, str | None, str | None]]:
         t = schema.staged_extracts
-        out = {}
+        out: dict[str, tuple[str, str | None, str | None, str | None]] = {}
         with self.engine.connect() as conn:
             for part in chunks(urls):
                 q = select(t.c.url, t.c.markdown, t.c.title, t.c.date, t.c.error).where(
@@ -224,7 +224,7 @@ class Staging:
         the staged sections holding one of these retrieval texts."""
         s, m = schema.staged_sections, schema.sections
         fresh = ~exists().where(m.c.source == s.c.source, m.c.id == s.c.id)
-        out = []
+        out: list[tuple[str, int, int, str, bool]] = []
         with self.engine.connect() as conn:
             for part in chunks(hashes):
                 q = select(s.c.url, s.c.ordinal, s.c.chunk_index, s.c.content_hash, fresh.label("fresh")).where(
