@@ -16,7 +16,7 @@ from ...core.freshness import next_streak
 from . import schema
 from .dialect import insert_ignore_rows, upsert_rows
 
-if TYPE_CHECKING:  # imported where a frame is made: loading the code location need not pay ~0.5 s
+if TYPE_CHECKING:  # imported where a frame is made: loading the code location need not import pandas
     import pandas as pd
 
 WEAK_QUERY_DAYS = 90  # weak queries are kept this long

@@ -22,7 +22,7 @@ class Pages:
         names = [n for n in _PAGE_FIELDS if with_markdown or n != "markdown"]
         with self.engine.connect() as conn:
             rows = conn.execute(select(*(schema.pages.c[n] for n in names)).where(schema.pages.c.source == source))
-            # zip over plain tuples: 4x faster than Row._asdict() at 10,000 pages
+            # zip over plain tuples: Row._asdict() costs several times as much per row
             return {r.url: r for r in (PageRow(**dict(zip(names, t, strict=True))) for t in rows)}
 
     def markdown(self, source: str, urls: Collection[str]) -> dict[str, str]:

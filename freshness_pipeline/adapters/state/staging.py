@@ -352,7 +352,7 @@ class Staging:
 
 
 # The staged section columns in `Section`'s field order, read by position: a `Row`'s
-# attribute lookups were a third of reading the staged plan.
+# attribute lookups would cost more than the rest of reading the staged plan.
 _SECTION_COLUMNS = (
     "key", "chunk_index", "url", "heading_path", "ordinal", "text", "embed_text",
     "content_hash", "simhash", "tokens", "page_date", "title",
