@@ -14,16 +14,17 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/freshness demo
 
 # pytest-xdist, one worker more than the cores: a test waiting on its subprocesses, servers
-# or timeouts leaves a core to another (2 cores: 2 workers 8 min 16 s, 3 workers 7 min 9 s,
-# 4 workers 7 min 34 s; docs/benchmarks.md); Python counts the cores (macOS has no nproc).
-# worksteal evens out the long tests at the end.
+# or timeouts leaves its core to another (the worker counts compared: docs/benchmarks.md).
+# Python counts the cores (macOS has no nproc); worksteal evens out the long tests at the end.
 TEST_WORKERS ?= $(shell python3 -c 'import os; print((os.cpu_count() or 1) + 1)')
 test: $(VENV)/.installed
 	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal
 
+# ruff, then mypy (configured in pyproject.toml: strict on core/ and pipeline/ports.py).
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 bench: $(VENV)/.installed
 	$(PY) -m bench.run

@@ -41,6 +41,7 @@ from typing import Any
 import httpx
 from lxml import etree
 
+from bench.corpora import CORPORA, build_noise, corpora_root, first_seen, load_revisions
 from freshness_pipeline.adapters.embedders.tokenizer import TokenizerSpec, tokenizer_for
 from freshness_pipeline.config import ChunkPolicy, EmbedderConfig
 from freshness_pipeline.core.extract import extract
@@ -49,7 +50,6 @@ from freshness_pipeline.core.segment import segment
 from freshness_pipeline.core.urls import normalize_url
 from freshness_pipeline.demo.render import page_path, render, title_of
 from freshness_pipeline.demo.server import DocsSite
-from freshness_pipeline_tests.corpus.corpora import CORPORA, build_noise, corpora_root, first_seen, load_revisions
 
 DIMS = 16
 

@@ -171,8 +171,7 @@ def _client(name: str, home: Path, port: int, profile: bool, launched: bool) -> 
 
 def _calibration() -> str:
     """How fast this machine runs plain Python today: figures of two days compare only
-    scaled by it (one suite took 5 min 55 s on one machine of this kind and 12 min 25 s on
-    another; docs/benchmarks.md)."""
+    scaled by it (hosts of the same kind differ by up to 2.5 times; docs/benchmarks.md)."""
     t0 = time.perf_counter()
     total = 0
     for i in range(20_000_000):

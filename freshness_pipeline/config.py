@@ -288,8 +288,8 @@ class VectorStoreConfig(_Strict):
     index_name: str | None = None  # pinecone
     host: str | None = None  # pinecone data-plane host (or a local stand-in)
     # Records per upsert call of the commit protocol (a crash point between calls). LanceDB's
-    # merge reads the whole table on each call: 500 at a time made a 800,000-record first
-    # run quadratic. Pinecone splits each call into requests of 1,000 / 2 MB itself.
+    # merge reads the whole table on each call, so small batches make a large first run
+    # quadratic. Pinecone splits each call into requests of 1,000 / 2 MB itself.
     upsert_batch: Batch = 10_000
     timeout_s: Seconds = 30.0  # pinecone: per request; a timed-out request is retried
     # pinecone: records carry sparse values of their retrieval text, the full-text part of a

@@ -30,6 +30,7 @@ T = TypeVar("T")
 MODE_ENV = "FRESHNESS_PROGRESS"
 _terminal: TextIO | None = None  # where bars go, when the command was started on a terminal
 _lines: TextIO | None = None  # where a stage's line goes, when it was started without one
+_logger = logging.getLogger(__name__)  # where a stage's line is logged (`log_to`)
 
 
 def attach() -> None:
@@ -165,14 +166,16 @@ def _isatty(stream: object) -> bool:
         return False
 
 
+def log_to(logger: logging.Logger) -> None:
+    """Send the stages' lines to `logger`: `defs/` passes Dagster's, which writes the run's
+    event log (this module stays free of Dagster)."""
+    global _logger
+    _logger = logger
+
+
 def _log(line: str) -> None:
     """Inside a Dagster step, Dagster's logger (the run's event log); else this module's.
     Without a terminal, the attached stderr too."""
     if _lines is not None:
         print(line, file=_lines)
-    if "dagster" in sys.modules:
-        import dagster as dg
-
-        dg.get_dagster_logger("freshness").info(line)
-    else:
-        logging.getLogger(__name__).info(line)
+    _logger.info(line)

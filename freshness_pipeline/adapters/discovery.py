@@ -23,9 +23,10 @@ from freshness_pipeline.config import Source
 from freshness_pipeline.core.models import FetchResult, Outcome
 
 from .bodies import Unusable, describe, gunzip, origin
+from .target import Target
 
 if TYPE_CHECKING:
-    from .fetch import Fetcher, Target
+    from .fetch import Fetcher
 
 __all__ = ["Discovery", "DiscoveryError", "discover"]
 
@@ -161,8 +162,6 @@ class _SitemapReader:
 def _crawl_links(fetcher: Fetcher, source: Source, known: Mapping[str, Target], found: Discovery) -> list[str]:
     """Breadth-first link discovery from the start URLs, within scope, obeying robots.
     Each answer lands in `found.fetched`; a start URL that does not answer fails discovery."""
-    from .fetch import Target
-
     d = source.discovery
     include = [re.compile(r) for r in d.include]
     exclude = [re.compile(r) for r in d.exclude]

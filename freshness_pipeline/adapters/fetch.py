@@ -36,6 +36,7 @@ from .bodies import Unusable, content_length, decode, describe, links, origin, r
 from .discovery import MAX_SITEMAP_BYTES, Discovery, DiscoveryError, discover
 from .robots import Robots, parse_robots
 from .scope import Deadline, Refused, Scope
+from .target import Target
 
 __all__ = ["Discovery", "DiscoveryError", "Fetcher", "Target"]
 
@@ -45,15 +46,6 @@ _ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1"
 _MAX_HOSTS = 4  # hosts fetched in parallel by one `fetch` call (a source is usually one)
 AHEAD = 4  # answers per fetch thread fetched ahead of the reader
 _DRAIN_BYTES = 64 * 1024  # small error/redirect bodies are read so the connection is reused
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    url: str  # the normalized identity
-    fetch_url: str  # the URL to request
-    etag: str | None = None
-    last_modified: str | None = None
-    body_sha256: str | None = None
 
 
 class _Transient(Unusable):

@@ -1,7 +1,7 @@
 """Handing the heap a finished stage freed back to the operating system.
 
 Every step of a run executes in one process by default (Dagster's in-process executor), and
-glibc keeps what a stage freed: a 100,000-page crawl leaves ~400 MiB of free heap, spread
+glibc keeps what a stage freed: a large crawl leaves hundreds of MiB of free heap, spread
 over its many small allocations and its fetch threads' arenas, and the next stage grows on
 top of it. `malloc_trim` returns the free pages. There is no library for this one call
 (Dask's workers make the same one through ctypes).

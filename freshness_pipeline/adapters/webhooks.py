@@ -16,16 +16,26 @@ import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from ..config import ConfigError, Webhook
-from .state.metrics_store import MetricsStore
 
 SIGNATURE_HEADER = "X-Freshness-Signature"
 EVENT_HEADER = "X-Freshness-Event"
+
+
+class Outbox(Protocol):
+    """The outbox and the cursors, as delivery uses them (`state.metrics_store.MetricsStore`;
+    the pipeline hands its port of it, `pipeline/ports.py: Metrics`)."""
+
+    def events_after(self, last_id: int, limit: int = 500) -> list[dict[str, Any]]: ...
+    def cursor(self, url: str) -> dict[str, Any]: ...
+    def advance(self, url: str, event_id: int) -> None: ...
+    def failed(self, url: str, error: str) -> None: ...
+    def backlog(self, url: str) -> int: ...
 
 
 class DeliveryError(RuntimeError):
@@ -70,7 +80,7 @@ def secret_for(hook: Webhook) -> bytes:
 
 
 def deliver(
-    metrics: MetricsStore,
+    metrics: Outbox,
     hook: Webhook,
     *,
     client: httpx.Client | None = None,

@@ -15,4 +15,4 @@ def retry_wait(failures: int, cadence_s: float, tick_s: float = TICK_S) -> float
     """Seconds to wait after the latest of `failures` consecutive failed refreshes."""
     if failures <= 1:
         return 0.0
-    return min(tick_s * 2 ** (failures - 1), max(cadence_s, tick_s))
+    return min(tick_s * 2.0 ** (failures - 1), max(cadence_s, tick_s))

@@ -17,6 +17,7 @@ reads the stores after the commit rather than a report, so it stays a step of it
 """
 
 import warnings
+from typing import Any
 
 import dagster as dg
 
@@ -110,7 +111,7 @@ def change_spike(ctx: SourceContext, plan: PlanReport, *, allowed: bool) -> dg.A
     the override tag, so a spike is a WARN and `vector_index` runs."""
     source, policy = ctx.name, ctx.source.checks
     verdict = judge(plan.change_share, history_shares(ctx.store.runs.recent(source)), policy.spike_rule())
-    metadata = {
+    metadata: dict[str, Any] = {  # Dagster's raw metadata values (its alias for them is internal)
         "change_share": round(verdict.share, 4),
         "history_median": round(verdict.median, 4) if verdict.median is not None else None,
         "history_runs": verdict.runs,

@@ -108,8 +108,8 @@ def _run_pids(instance: dg.DagsterInstance, run_id: str) -> dict[int, float]:
     for e in events:
         event = e.event_log_entry.dagster_event
         value = event.engine_event_data.metadata.get("pid") if event and event.engine_event_data else None
-        if value is not None and str(value.value).isdigit():
-            pids.setdefault(int(value.value), e.event_log_entry.timestamp)
+        if value is not None and (pid := str(value.value)).isdigit():
+            pids.setdefault(int(pid), e.event_log_entry.timestamp)
     return pids
 
 

@@ -1,5 +1,7 @@
 """Metadata values the assets and checks show in the UI."""
 
+from collections.abc import Sequence
+
 import dagster as dg
 
 # vector_index's metadata besides the run's counts (`runner.summarize` tells them apart)
@@ -13,7 +15,7 @@ INDEX_EXTRAS = (
 )
 
 
-def md_table(rows: list[tuple[str, object]], headers: tuple[str, str]) -> dg.MarkdownMetadataValue:
+def md_table(rows: Sequence[tuple[str, object]], headers: tuple[str, str]) -> dg.MarkdownMetadataValue:
     """A two-column Markdown table, `(none)` when there is no row."""
     lines = [f"| {headers[0]} | {headers[1]} |", "| --- | --- |"]
     lines += [f"| {a} | {b} |" for a, b in rows] or ["| (none) | |"]

@@ -2,7 +2,7 @@
 against the index, miss counters (and the re-index they may request), and change-event
 delivery to webhooks. Metric history is rendered from the state store as a table."""
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
@@ -57,7 +57,7 @@ def freshness_metrics(
     for d in out.deliveries:
         if d.error:
             context.log.warning(f"webhook {d.url}: delivered {d.delivered}, {d.backlog} waiting: {d.error}")
-    metadata: dict[str, object] = {
+    metadata: dict[str, Any] = {  # Dagster's raw metadata values (its alias for them is internal)
         "score": _float(r.score),
         "alert": r.alert,
         "error_share": _float(r.error_share),  # live pages failing their last fetch

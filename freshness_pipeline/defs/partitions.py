@@ -2,4 +2,5 @@
 
 import dagster as dg
 
-sources_partitions = dg.DynamicPartitionsDefinition(name="sources")
+SOURCES = "sources"  # the partitions' name (`.name` is typed optional)
+sources_partitions = dg.DynamicPartitionsDefinition(name=SOURCES)

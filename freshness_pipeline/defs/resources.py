@@ -8,12 +8,16 @@ from contextlib import contextmanager
 import dagster as dg
 from pydantic import PrivateAttr
 
+from .. import progress
 from ..adapters.memory import release_freed_memory
 from ..adapters.state.store import StateStore
 from ..config import Settings, load_settings, state_url
 from ..pipeline.context import SourceContext
 from ..pipeline.maintenance import migrate
 from .liveness import HOST_TAG, host_line
+
+# A step's progress lines go to Dagster's logger, so they land in the run's event log.
+progress.log_to(dg.get_dagster_logger("freshness"))
 
 
 class FreshnessResource(dg.ConfigurableResource):

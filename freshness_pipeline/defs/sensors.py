@@ -32,7 +32,7 @@ from ..core.tiers import TIERS
 from ..pipeline.context import versions_for
 from .assets import fetched_pages, refresh_job
 from .liveness import HOST_TAG, reap_dead_runs, this_host
-from .partitions import sources_partitions
+from .partitions import SOURCES, sources_partitions
 from .resources import FreshnessResource
 from .tags import TIER_TAG
 
@@ -51,7 +51,7 @@ def sources_partitions_sensor(
     context: dg.SensorEvaluationContext, freshness: FreshnessResource
 ) -> dg.SensorResult | dg.SkipReason:
     names = [s.name for s in freshness.settings().sources]
-    known = set(context.instance.get_dynamic_partitions(sources_partitions.name))
+    known = set(context.instance.get_dynamic_partitions(SOURCES))
     new = [n for n in names if n not in known]
     retired = sorted(known - set(names))
     if retired:
@@ -126,7 +126,7 @@ def tier_cadence_sensor(
     now = time.time()
     requests, waiting = [], []
     for src in settings.sources:
-        if not context.instance.has_dynamic_partition(sources_partitions.name, src.name):
+        if not context.instance.has_dynamic_partition(SOURCES, src.name):
             continue  # sources_partitions_sensor adds it first
         request, why = _tier_request(context.instance, src, now)
         if request is not None:
@@ -208,11 +208,7 @@ def version_bump_sensor(
 ) -> dg.SensorResult | dg.SkipReason:
     settings = freshness.settings()
     requested: dict[str, str] = json.loads(context.cursor or "{}")
-    drift = {
-        s: d
-        for s, d in _version_drift(settings).items()
-        if context.instance.has_dynamic_partition(sources_partitions.name, s)
-    }
+    drift = {s: d for s, d in _version_drift(settings).items() if context.instance.has_dynamic_partition(SOURCES, s)}
     todo = {s: d for s, d in drift.items() if requested.get(s) != d}
     cursor = json.dumps(drift, sort_keys=True)  # a source back in line is forgotten
     if not todo:

@@ -34,8 +34,7 @@ class DocsSite:
 
     @property
     def base_url(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://127.0.0.1:{self.server.server_port}"  # where __init__ binds it
 
     @property
     def sitemap_url(self) -> str:
@@ -106,13 +105,13 @@ def _handler(site: DocsSite) -> type[BaseHTTPRequestHandler]:
                 return self._send(200, f"User-agent: *\nAllow: /\nSitemap: {site.sitemap_url}\n".encode(), "text/plain")
             if not path.endswith("/"):
                 path += "/"
-            body = site.page(path)
-            if body is None:
+            page = site.page(path)
+            if page is None:
                 return self._send(404, b"<html><body><h1>Not found</h1></body></html>", "text/html")
-            etag = f'"{hashlib.sha1(body).hexdigest()[:16]}"'
+            etag = f'"{hashlib.sha1(page).hexdigest()[:16]}"'
             if site.etags and self.headers.get("If-None-Match") == etag:
                 return self._send(304, b"", None, etag=etag)
-            self._send(200, body, "text/html; charset=utf-8", etag=etag if site.etags else None)
+            self._send(200, page, "text/html; charset=utf-8", etag=etag if site.etags else None)
 
         def _send(self, status: int, body: bytes, ctype: str | None, etag: str | None = None) -> None:
             self.send_response(status)

@@ -53,11 +53,23 @@ class SourceContext:
 
     @classmethod
     def open(
-        cls, settings: Settings, source_name: str, *, read_only: bool = False, **keys: str | None
+        cls,
+        settings: Settings,
+        source_name: str,
+        *,
+        read_only: bool = False,
+        openai_api_key: str | None = None,
+        pinecone_api_key: str | None = None,
     ) -> SourceContext:
         """A context with a store of its own. `read_only`: for commands that only read (see `StateStore`)."""
         store = StateStore(state_url(settings), read_only=read_only)
-        return cls(settings, settings.source(source_name), store, **keys)
+        return cls(
+            settings,
+            settings.source(source_name),
+            store,
+            openai_api_key=openai_api_key,
+            pinecone_api_key=pinecone_api_key,
+        )
 
     @property
     def name(self) -> str:

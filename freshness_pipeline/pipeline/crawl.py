@@ -11,7 +11,7 @@ import hashlib
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from urllib.parse import urljoin
@@ -334,7 +334,7 @@ def _target(url: str, fetch_url: str, prev: PageRow | None) -> Target:
 
 def _answers(
     ctx: SourceContext,
-    known: dict[str, PageRow],
+    known: Mapping[str, PageRow],
     results: list[FetchResult],
     extracted: dict[str, PageText],
     login: set[str],

@@ -109,7 +109,8 @@ def apply_plan(
             ctx.vectors.mark_committed(ns)
         crash_point("verified")
 
-        counts = _counts(planned, upstream["crawl"], written, orphans=removed, reindex=reindex)
+        counts: dict[str, int | float] = {}
+        counts.update(_counts(planned, upstream["crawl"], written, orphans=removed, reindex=reindex))
         counts.update(golden, restored=restored)
         if spike_override:
             counts[OVERRIDE_COUNT] = 1

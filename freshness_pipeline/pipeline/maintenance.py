@@ -10,8 +10,6 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from sqlalchemy.engine import make_url
-
 from ..adapters.damage import DamagedState
 from ..adapters.state.store import migrate as migrate_database
 from ..config import Settings, state_url
@@ -42,7 +40,7 @@ def migrate(settings: Settings) -> str:
     saying from which revision to which (or that it was already there)."""
     url = state_url(settings)
     done = migrate_database(url)
-    where = make_url(url).render_as_string(hide_password=True)
+    where = done.database
     before, after = ", ".join(done.before) or "an empty database", ", ".join(done.after)
     if not done.changed:
         return f"state store {where}: already at revision {after}, nothing to do"

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from ..adapters.state.staging import Staging
+    from ..adapters.state.store import StateStore
 
 
 class Locks(Protocol):
@@ -46,8 +47,9 @@ class Manifest(Protocol):
     def by_id(self, source: str, ids: Collection[str]) -> list[Section]: ...
     def by_key(self, source: str | None, key: str) -> list[Section]: ...
     def hashes(self, source: str) -> dict[str, str]: ...
+    def iter_hashes(self, source: str) -> Iterator[tuple[str, str]]: ...
     def count(self, source: str) -> int: ...
-    def times(self, source: str) -> list[SectionTimes]: ...
+    def times(self, source: str) -> Iterator[SectionTimes]: ...
     def resolve_key(self, source: str | None, key: str) -> tuple[str, list[str]]: ...
     def commit(
         self,
@@ -126,3 +128,11 @@ class State(Protocol):
     @property
     def staging(self) -> Staging: ...  # one concrete repository: only the stages use it
     def close(self) -> None: ...
+
+
+if TYPE_CHECKING:
+
+    def _store_is_state(store: StateStore) -> State:
+        """The type checker's proof that the SQLAlchemy store satisfies `State`, repository by
+        repository (they match structurally: adapters may not import these protocols)."""
+        return store

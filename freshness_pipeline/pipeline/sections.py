@@ -110,7 +110,7 @@ def _dirty(
     # A page that moved onto a live page: the planner compares against that page's
     # indexed sections too, so it must have current ones even when its text is unchanged.
     for url in moved_to - dirty.keys():
-        page = pages.get(url)
-        if page is not None and page.state == "live" and page.text_hash is not None:
-            dirty[url] = page_signature(page.text_hash, page.title, thash, ctx.versions)
+        target = pages.get(url)
+        if target is not None and target.state == "live" and target.text_hash is not None:
+            dirty[url] = page_signature(target.text_hash, target.title, thash, ctx.versions)
     return dirty, gone

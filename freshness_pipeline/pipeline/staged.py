@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, replace
 
-from ..adapters.state.staging import UPSERT_ACTIONS, PlanRow
+from ..adapters.state.staging import UPSERT_ACTIONS, PlanRow, StagedPage
 from ..core.models import Move, Plan, Section
 from .context import SourceContext
 from .planning import PlanReport
@@ -28,7 +28,7 @@ class StagedPlan:
     def __post_init__(self) -> None:
         self.staging = self.ctx.store.staging
         self.reindex = self.report.reindex_reason is not None
-        self._pages = None
+        self._pages: list[StagedPage] | None = None
 
     def require(self) -> dict[str, dict]:
         """The upstream stages' counts; raises when this run's staged plan is gone."""
@@ -80,7 +80,8 @@ class StagedPlan:
     def deletes(self) -> Iterator[list[str]]:
         if not self.reindex:
             for batch in self.staging.planned(self.ctx.name, self.report.run_id, ["removed", "moved"]):
-                yield [row.old_id if row.action == "moved" else row.id for row, _ in batch]
+                ids = (row.old_id if row.action == "moved" else row.id for row, _ in batch)
+                yield [i for i in ids if i is not None]  # a moved row always names its old record
 
     def touched(self) -> Iterator[list[str]]:
         """Every record id this run writes or deletes, for the write-ahead intents."""

@@ -23,10 +23,9 @@ from ..core.segment import segment
 T = TypeVar("T")
 R = TypeVar("R")
 
-# Below this many items a pool costs more than it saves: starting two spawned workers (an
-# interpreter and these imports each) takes ~0.8 s, and extraction ~3 ms a page. On 2 cores
-# (`python -m bench.pool`, docs/benchmarks.md), inline against pooled: 256 pages 0.76 s and
-# 1.09 s, 512 pages 1.43 s and 1.35 s, 1,000 pages 2.80 s and 2.03 s.
+# Below this many items a pool costs more than it saves: each spawned worker starts an
+# interpreter and imports the extraction modules before its first page. Where the two cross
+# on 2 cores: `python -m bench.pool` (docs/benchmarks.md, "Extraction pool").
 POOL_MIN_ITEMS = 512
 CHUNK = 16  # items per task sent to a worker
 IN_FLIGHT = 8  # tasks per worker submitted ahead of the results read: memory stays bounded

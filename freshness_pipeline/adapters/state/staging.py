@@ -155,7 +155,7 @@ class Staging:
         self, source: str, run_id: str, urls: Collection[str]
     ) -> dict[str, tuple[str, str | None, str | None, str | None]]:
         t = schema.staged_extracts
-        out = {}
+        out: dict[str, tuple[str, str | None, str | None, str | None]] = {}
         with self.engine.connect() as conn:
             for part in chunks(urls):
                 q = select(t.c.url, t.c.markdown, t.c.title, t.c.date, t.c.error).where(
@@ -261,7 +261,7 @@ class Staging:
         the staged sections holding one of these retrieval texts."""
         s, m = schema.staged_sections, schema.sections
         fresh = ~exists().where(m.c.source == s.c.source, m.c.id == s.c.id)
-        out = []
+        out: list[tuple[str, int, int, str, bool]] = []
         with self.engine.connect() as conn:
             for part in chunks(hashes):
                 q = select(s.c.url, s.c.ordinal, s.c.chunk_index, s.c.content_hash, fresh.label("fresh")).where(
@@ -389,7 +389,7 @@ class Staging:
 
 
 # The staged section columns in `Section`'s field order, read by position: a `Row`'s
-# attribute lookups were a third of reading the staged plan.
+# attribute lookups would cost more than the rest of reading the staged plan.
 _SECTION_COLUMNS = (
     "key", "chunk_index", "url", "heading_path", "ordinal", "text", "embed_text",
     "content_hash", "simhash", "tokens", "page_date", "title",

@@ -63,10 +63,12 @@ class StateStore:
 
 @dataclass(frozen=True, slots=True)
 class Migration:
-    """What `migrate` did: the revisions before and after (equal: nothing to do)."""
+    """What `migrate` did: the revisions before and after (equal: nothing to do), on which
+    database (its URL, the password hidden)."""
 
     before: tuple[str, ...]
     after: tuple[str, ...]
+    database: str
 
     @property
     def changed(self) -> bool:
@@ -84,7 +86,8 @@ def migrate(url: str) -> Migration:
             before = current_revisions(engine)
             if before != head_revisions():
                 upgrade(engine)
-        return Migration(tuple(sorted(before)), tuple(sorted(head_revisions())))
+        database = parse_url(url).render_as_string(hide_password=True)
+        return Migration(tuple(sorted(before)), tuple(sorted(head_revisions())), database)
     finally:
         engine.dispose()
 

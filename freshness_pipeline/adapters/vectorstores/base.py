@@ -11,11 +11,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import numpy as np
+
 
 @dataclass(frozen=True, slots=True)
 class VectorRecord:
     id: str
-    vector: Sequence[float]
+    vector: Sequence[float] | np.ndarray  # an embedder's float32 row is stored as it is
     metadata: dict[str, Any]  # at least: url, key, heading_path, content_hash, text, source,
     #                           chunk_index, fetched_at, index_version, as_of, title, retrieval_text
 
