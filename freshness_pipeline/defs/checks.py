@@ -122,11 +122,16 @@ def stale_share(plan: PlanReport, policy: CheckPolicy) -> dg.AssetCheckResult:
         level = f" ≥ {_pct(policy.stale_warn)} (`checks.stale_warn`)"
     else:
         level = ""
+    found = (
+        f"{plan.stale} of {plan.indexed_before} indexed sections ({_pct(share)}) had drifted since the last "
+        f"run{level}; this run's vector_index rewrites them"
+        if plan.indexed_before
+        else "nothing was indexed before this run"
+    )
     return dg.AssetCheckResult(
         check_name=STALE_SHARE.name,
         passed=True,
-        description=f"{plan.stale} of {plan.indexed_before} indexed sections ({_pct(share)}) had drifted "
-        f"since the last run{level}; this run's vector_index rewrites them",
+        description=found,
         metadata={
             "stale_share": round(share, 4),
             "stale_sections": plan.stale,
@@ -267,6 +272,11 @@ def pages_not_checked(report: CrawlReport) -> dg.AssetCheckResult:
 
 
 def _hours(seconds: float) -> str:
+    """A duration as people read it: 40 s, 12 min, 3.5 h."""
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.3g} h"
 
 
