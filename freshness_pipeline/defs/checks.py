@@ -31,6 +31,7 @@ from typing import Any
 import dagster as dg
 
 from ..config import CheckPolicy, Source
+from ..core.alerts import alert_reasons
 from ..core.cadence import intervals
 from ..core.freshness import freshness_score
 from ..core.spike import SpikeVerdict, history_shares, judge, suspects
@@ -316,8 +317,6 @@ def source_fresh(source: Source, last_refresh: float | None) -> dg.AssetCheckRes
 def freshness_alert(report: FreshnessReport, policy: CheckPolicy) -> dg.AssetCheckResult:
     """The score of the index as the commit left it: `report` with the drift this run
     repaired (its stale share, measured before the commit) counted as gone."""
-    from ..core.alerts import alert_reasons
-
     row = {
         "stale_share": 0.0,
         "stale_retrieval_rate": report.stale_retrieval_rate,

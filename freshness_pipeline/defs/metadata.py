@@ -31,8 +31,12 @@ def table(rows: Sequence[tuple[str, object]], headers: tuple[str, str]) -> dg.Ta
     schema = dg.TableSchema(
         columns=[dg.TableColumn(headers[0], "string"), dg.TableColumn(headers[1], "int" if numeric else "string")]
     )
-    records = [dg.TableRecord({headers[0]: str(a), headers[1]: b if numeric else str(b)}) for a, b in rows]
+    records = [dg.TableRecord({headers[0]: str(a), headers[1]: _cell(b, numeric)}) for a, b in rows]
     return dg.MetadataValue.table(records, schema=schema)
+
+
+def _cell(value: object, numeric: bool) -> int | str:
+    return value if numeric and isinstance(value, int) else str(value)
 
 
 def index_uri(settings: Settings, namespace: str) -> str:

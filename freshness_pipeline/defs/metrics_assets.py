@@ -3,6 +3,7 @@ against the index, miss counters (and the re-index they may request), and change
 delivery to webhooks. Metric history is rendered from the state store as a table."""
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import dagster as dg
@@ -58,7 +59,8 @@ def freshness_metrics(
         alert = freshness_alert(out.report, ctx.source.checks)
     r = out.report
     context.log.info(f"{r.source}: {vector_index.line()}")
-    context.log.info(f"{r.source}: {r.line().replace(' ALERT', '')}")
+    # ALERT in the line follows the check (the index after the commit), as in the UI.
+    context.log.info(f"{r.source}: {replace(r, alert=not alert.passed).line()}")
     if not alert.passed:
         context.log.warning(f"{r.source}: freshness alert: {alert.description}")
     if out.reindex_requested:

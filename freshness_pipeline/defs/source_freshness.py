@@ -71,7 +71,9 @@ def source_freshness_sensor(
     context: dg.SensorEvaluationContext, freshness: FreshnessResource
 ) -> dg.SensorResult | dg.SkipReason:
     settings = freshness.settings()
-    known = set(context.instance.get_dynamic_partitions(sources_partitions.name))
+    partitions = sources_partitions.name
+    assert partitions is not None  # partitions.py names it
+    known = set(context.instance.get_dynamic_partitions(partitions))
     found = evaluations(settings, last_refreshes(settings), time.time(), known)
     reported: dict[str, str] = json.loads(context.cursor or "{}")
     changed = [e for name, e in found.items() if reported.get(name) != _state(e)]

@@ -33,14 +33,18 @@ def _fresh(result: dg.ExecuteInProcessResult) -> dg.AssetCheckEvaluation:
     return found
 
 
-def _tick(instance: dg.DagsterInstance, cursor: str | None = None) -> dg.SensorResult:
+def _tick(instance: dg.DagsterInstance, cursor: str | None = None) -> tuple[list[dg.AssetCheckEvaluation], str | None]:
+    """The check evaluations a tick reports, and its cursor."""
     with (
         dg.build_sensor_context(
             instance=instance, cursor=cursor, definitions=defs, resources={"freshness": FreshnessResource()}
         ) as ctx,
         dg.partition_loading_context(dynamic_partitions_store=instance),
     ):
-        return source_freshness_sensor.evaluate_tick(ctx)
+        data = source_freshness_sensor.evaluate_tick(ctx)
+    found = [e for e in data.asset_events if isinstance(e, dg.AssetCheckEvaluation)]
+    assert len(found) == len(data.asset_events)
+    return found, data.cursor
 
 
 def test_each_source_is_judged_against_its_own_cadence(dagster_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -66,21 +70,21 @@ def test_each_source_is_judged_against_its_own_cadence(dagster_home: Path, monke
             assert result.success and _fresh(result).passed, _fresh(result).description
             assert _fresh(result).partition == name
 
-        first = _tick(instance)
-        assert {e.partition: e.passed for e in first.asset_events} == {"up": True, "down": True}
+        first, cursor = _tick(instance)
+        assert {e.partition: e.passed for e in first} == {"up": True, "down": True}
         # Nothing changed since: nothing reported again.
-        assert _tick(instance, first.cursor).asset_events == []
+        assert _tick(instance, cursor)[0] == []
 
         down.__exit__(None, None, None)  # the site goes away; its runs fail, so nothing is committed
         time.sleep(11.0)  # past its slowest tier's interval (10.8 s)
         assert not _refresh(instance, "down").success
         assert _refresh(instance, "up").success
 
-        later = _tick(instance, first.cursor)
-        by_source = {e.partition: e for e in later.asset_events}
+        later, _ = _tick(instance, cursor)
+        by_source = {e.partition: e for e in later}
         assert set(by_source) == {"down"}, by_source  # "up" still passes: not reported again
         assert not by_source["down"].passed and by_source["down"].severity == dg.AssetCheckSeverity.ERROR
         assert "past its slowest tier's interval" in (by_source["down"].description or "")
         assert by_source["down"].asset_key == dg.AssetKey("vector_index")
-        everyone = {e.partition: (e.passed, e.severity) for e in _tick(instance).asset_events}
+        everyone = {e.partition: (e.passed, e.severity) for e in _tick(instance)[0]}
         assert everyone == {"up": (True, dg.AssetCheckSeverity.WARN), "down": (False, dg.AssetCheckSeverity.ERROR)}

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 import subprocess
 import sys
 from contextlib import ExitStack
@@ -29,6 +28,7 @@ from freshness_pipeline_tests.deploy.conftest import (
     dump,
     records,
     start_worker,
+    stop_worker,
     wait_ready,
     workers_by_step,
     write_sources,
@@ -60,7 +60,8 @@ def test_three_sources_refresh_at_once_through_two_celery_workers(
 
         workers = {"general": "dagster", "embed": "embeddings"}
         procs = [start_worker(env, n, (q,), tmp_path / f"{n}.log") for n, q in workers.items()]
-        stack.callback(lambda: [(os.killpg(p.pid, 15), p.wait(60)) for p in procs])
+        for proc in procs:
+            stack.callback(stop_worker, proc)
         for n in workers:
             wait_ready(tmp_path / f"{n}.log", n)
 

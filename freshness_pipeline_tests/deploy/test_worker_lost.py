@@ -26,6 +26,7 @@ from freshness_pipeline_tests.deploy.conftest import (
     deployment_env,
     dump,
     start_worker,
+    stop_worker,
     wait_ready,
     workers_by_step,
     write_sources,
@@ -72,12 +73,13 @@ def test_a_worker_killed_mid_step_hands_the_step_to_the_other(
         # Two workers on both queues: either may take vector_index, the other takes it over.
         names = ("one", "two")
         workers = {n: start_worker(env, n, ("dagster", "embeddings"), tmp_path / f"{n}.log") for n in names}
-        stack.callback(lambda: [_stop(p) for p in workers.values()])
+        for proc in workers.values():
+            stack.callback(stop_worker, proc)
         for n in names:
             wait_ready(tmp_path / f"{n}.log", n)
 
         run = _run(env)
-        stack.callback(lambda: run.poll() is None and run.kill())
+        stack.callback(_end, run)
         deadline = time.monotonic() + 300
         while not any(r.path == "/v1/embeddings" for r in list(openai.requests)):
             assert run.poll() is None, f"the run ended before vector_index embedded: {run.communicate()}"
@@ -105,16 +107,12 @@ def test_a_worker_killed_mid_step_hands_the_step_to_the_other(
     assert recovery_s < RECOVERY_S
 
 
+def _end(proc: subprocess.Popen[str]) -> None:
+    if proc.poll() is None:
+        proc.kill()
+        proc.communicate()
+
+
 def _kill(proc: subprocess.Popen[bytes]) -> None:
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(30)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(30)
