@@ -313,6 +313,10 @@ class Settings(_Strict):
     vector_store: VectorStoreConfig = VectorStoreConfig()
     state_url: str | None = None  # SQLAlchemy URL; default sqlite under $DAGSTER_HOME
     webhooks: list[Webhook] = Field(default_factory=list)  # change-event receivers
+    # The assets' owners in the Dagster catalog: e-mail addresses or `team:<name>`
+    owners: list[Annotated[str, Field(pattern=r"^(team:[\w.-]+|[^@\s]+@[^@\s]+\.[^@\s]+)$")]] = Field(
+        default_factory=list
+    )
     # model -> best cosine under which a search is weak; above 1 every search is
     weak_thresholds: dict[str, Annotated[float, Field(strict=True, ge=-1, allow_inf_nan=False)]] = Field(
         default_factory=dict

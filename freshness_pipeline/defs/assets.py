@@ -14,13 +14,11 @@ the UI marks what a version bump made out of date (the re-index itself is launch
 import logging
 import time
 from collections.abc import Iterator
-from datetime import timedelta
 from typing import Literal
 
 import dagster as dg
 
 from ..config import ConfigError, Settings, load_settings
-from ..core.cadence import intervals
 from ..core.noise import NORMALIZER_VERSION
 from ..core.segment import CHUNKER_VERSION
 from ..core.tiers import TIERS
@@ -33,14 +31,16 @@ from .checks import (
     CHANGE_SPIKE,
     FLAGGED_PAGES,
     PAGES_NOT_CHECKED,
+    SOURCE_FRESH,
     STALE_SHARE,
     change_spike,
     flagged_pages,
     pages_not_checked,
+    source_fresh,
     stale_share,
 )
 from .executors import CELERY_QUEUE_TAG, EMBEDDINGS_QUEUE
-from .metadata import md_table
+from .metadata import ROW_COUNT, URI, index_uri, owners, table
 from .partitions import sources_partitions
 from .resources import FreshnessResource
 from .tags import ALLOW_SPIKE_TAG, TIER_TAG
@@ -68,11 +68,11 @@ def _settings_at_load() -> Settings | None:
         return settings
     if problem not in _warned:
         _warned.add(problem)
-        log.warning(f"vector_index: code_version model-unknown, kinds lancedb, no freshness policy: {problem}")
+        log.warning(f"vector_index: code_version model-unknown, kinds lancedb, owners team:freshness: {problem}")
     return None
 
 
-# The three decorator values below come from one read of the sources file when the code
+# The decorator values below come from one read of the sources file when the code
 # location loads (each read validates the whole file); called without it, they read it now.
 ReadNow = Literal["read-now"]
 READ_NOW: ReadNow = "read-now"
@@ -97,20 +97,14 @@ def store_kinds(settings: Settings | None | ReadNow = READ_NOW) -> set[str]:
     return {settings.vector_store.provider if settings else "lancedb"}
 
 
-def index_freshness(settings: Settings | None | ReadNow = READ_NOW) -> dg.FreshnessPolicy | None:
-    """Dagster's freshness for vector_index, from the tier cadences: WARN once the fastest
-    tier's interval passed without a refresh, FAIL once the slowest one's did."""
-    settings = _now(settings)
-    if settings is None:
-        return None
-    # Dagster's windows are at least a minute long.
-    every = [max(s, 60.0) for src in settings.sources for s in intervals(src.tiers.cadence()).values() if s > 0]
-    if not every:
-        return None
-    fail, warn = max(every), min(every)
-    return dg.FreshnessPolicy.time_window(
-        fail_window=timedelta(seconds=fail), warn_window=timedelta(seconds=warn) if warn < fail else None
-    )
+def catalog_owners(settings: Settings | None | ReadNow = READ_NOW) -> list[str]:
+    """The assets' owners: `owners:` of the sources file, else the pipeline's team."""
+    return owners(_now(settings))
+
+
+def stage_tags(stage: str) -> dict[str, str]:
+    """Catalog tags beside the kinds: the pipeline and the asset's stage in it."""
+    return {"pipeline": "freshness", "stage": stage}
 
 
 _AT_LOAD = _settings_at_load()
@@ -120,6 +114,8 @@ _AT_LOAD = _settings_at_load()
     partitions_def=sources_partitions,
     group_name=GROUP,
     kinds={"python", "http"},
+    owners=catalog_owners(_AT_LOAD),
+    tags=stage_tags("fetch"),
     code_version="fetch-1",
     check_specs=[FLAGGED_PAGES, PAGES_NOT_CHECKED],
     description="Every page of the source fetched (conditionally) and extracted to text. "
@@ -153,8 +149,8 @@ def fetched_pages(
             "seconds": round(report.seconds, 3),
             "tier": report.tier or "all",
             **{f"pages_{t}": report.tiers.get(t, 0) for t in TIERS},
-            "errors_by_page": md_table(sorted(report.errors.items())[:50], ("page", "reason")),
-            "skipped_by_page": md_table(sorted(report.skipped.items())[:50], ("page", "reason")),
+            "errors_by_page": table(sorted(report.errors.items())[:50], ("page", "reason")),
+            "skipped_by_page": table(sorted(report.skipped.items())[:50], ("page", "reason")),
             "warnings": dg.MetadataValue.json(report.warnings),
             # The pages an operator should look at (the CLI prints them from here).
             "pages_to_review": dg.MetadataValue.json(
@@ -170,6 +166,8 @@ def fetched_pages(
     partitions_def=sources_partitions,
     group_name=GROUP,
     kinds={"python"},
+    owners=catalog_owners(_AT_LOAD),
+    tags=stage_tags("sections"),
     code_version=f"normalizer-{NORMALIZER_VERSION}+chunker-{CHUNKER_VERSION}",
     deps=[fetched_pages],  # reads the pages it wrote: the state store, not its output
     description="Sections (URL + heading path keys) of every page whose text may have changed.",
@@ -197,6 +195,8 @@ def section_manifest(context: dg.AssetExecutionContext, freshness: FreshnessReso
     partitions_def=sources_partitions,
     group_name=GROUP,
     kinds={"python"},
+    owners=catalog_owners(_AT_LOAD),
+    tags=stage_tags("plan"),
     code_version="plan-1",
     check_specs=[STALE_SHARE, CHANGE_SPIKE],
     description="New / changed / moved / unchanged / removed sections against the manifest. "
@@ -222,7 +222,7 @@ def diff_plan(
             "change_share": round(staged.change_share, 4),
             "indexed_before": staged.indexed_before,
             "seconds": round(staged.seconds, 3),
-            "top_changed_pages": md_table(staged.top_pages(), ("page", "sections written")),
+            "top_changed_pages": table(staged.top_pages(), ("page", "sections written")),
         },
     )
     yield from checks
@@ -232,21 +232,28 @@ def diff_plan(
     partitions_def=sources_partitions,
     group_name=GROUP,
     kinds=store_kinds(_AT_LOAD),
+    owners=catalog_owners(_AT_LOAD),
+    tags=stage_tags("index"),
     code_version=f"index-1+{model_code_version(_AT_LOAD)}",
     pool=EMBEDDINGS_POOL,
     op_tags={CELERY_QUEUE_TAG: EMBEDDINGS_QUEUE},  # under the celery executor: the embedding workers
-    freshness_policy=index_freshness(_AT_LOAD),
+    check_specs=[SOURCE_FRESH],
     description="The vector index: embed the queue, upsert, delete, then commit the manifest. "
-    "Does not run when diff_plan's blocking change-spike check fails.",
+    "Does not run when diff_plan's blocking change-spike check fails. Its freshness is judged per "
+    "source by the source_fresh check.",
 )
 def vector_index(
     context: dg.AssetExecutionContext, freshness: FreshnessResource, diff_plan: PlanReport
-) -> dg.Output[IndexReport]:
+) -> Iterator[dg.Output[IndexReport] | dg.AssetCheckResult]:
     with freshness.open(context.partition_key) as ctx:
         allow = context.run.tags.get(ALLOW_SPIKE_TAG, "").lower() == "true"
         report = apply_plan(ctx, diff_plan, run_id=context.run.run_id, spike_override=allow)
+        last = ctx.store.runs.recent(ctx.name, limit=1)
+        fresh = source_fresh(ctx.source, float(last[0]["finished_at"]) if last else None)
+        uri = index_uri(ctx.settings, report.namespace)
+        rows = ctx.store.manifest.count(ctx.name)
     context.log.info(f"{report.source}: {report.line()}")
-    return dg.Output(
+    yield dg.Output(
         report,
         metadata={
             **report.counts,
@@ -255,9 +262,12 @@ def vector_index(
             "run_start_to_searchable_s": _seconds_since_run_start(context),
             "namespace": report.namespace,
             **({"reindex_reason": report.reindex_reason} if report.reindex_reason else {}),
-            "top_changed_pages": md_table(diff_plan.top_pages(), ("page", "sections written")),
+            "top_changed_pages": table(diff_plan.top_pages(), ("page", "sections written")),
+            ROW_COUNT: dg.MetadataValue.int(rows),  # the source's sections indexed, after the commit
+            URI: dg.MetadataValue.text(uri),
         },
     )
+    yield fresh
 
 
 def _seconds_since_run_start(context: dg.AssetExecutionContext) -> float:

@@ -1,12 +1,20 @@
 """Asset checks, per source partition. Thresholds come from each source's `checks:`.
 
-- `diff_plan` / `stale_share`: WARN at `stale_warn`, ERROR at `stale_error`.
+- `diff_plan` / `stale_share`: the drift this run found before its commit, as information
+  (it passes: the same run's vector_index rewrites those sections); above `stale_warn` /
+  `stale_error` its description says the cadence let that much drift build up.
 - `diff_plan` / `change_spike` (blocking): `vector_index` does not run on a spike unless the
   run carries `freshness/allow-spike=true`.
 - `fetched_pages` / `flagged_pages`: soft 404s, bot walls, repeated errors, as WARN.
 - `fetched_pages` / `pages_not_checked`: pages the run skipped or could not fetch; WARN,
   ERROR when they are most of the run's pages (robots.txt unreachable, a site down).
 - `vector_index` / `reconcile_clean`: the manifest equals what the vector store holds.
+- `vector_index` / `source_fresh`: the source's last committed refresh against its own tier
+  cadence: WARN once its fastest tier's interval passed, ERROR once its slowest one's did.
+  Reported by each refresh (passing) and by `source_freshness_sensor` between runs, so a
+  source whose runs fail or stop is seen (`source_freshness.py`).
+- `freshness_metrics` / `freshness_alert`: the freshness score of the index after the commit
+  (the drift this run repaired left out) under `checks.freshness_alert`: WARN.
 
 The first four judge the report their asset's step just made, so they run inside that step
 (the specs below are the assets' `check_specs`; the functions build their results). As
@@ -16,18 +24,23 @@ took 1.03 s that way, 0.91 s this way (`python -m bench.overhead`). `reconcile_c
 reads the stores after the commit rather than a report, so it stays a step of its own.
 """
 
+import time
 import warnings
 from typing import Any
 
 import dagster as dg
 
-from ..config import CheckPolicy
+from ..config import CheckPolicy, Source
+from ..core.alerts import alert_reasons
+from ..core.cadence import intervals
+from ..core.freshness import freshness_score
 from ..core.spike import SpikeVerdict, history_shares, judge, suspects
 from ..pipeline.context import SourceContext
 from ..pipeline.crawl import CrawlReport
+from ..pipeline.metrics import FreshnessReport
 from ..pipeline.planning import PlanReport, changed_sample
 from ..pipeline.reconcile import reconcile
-from .metadata import md_table
+from .metadata import table
 from .partitions import sources_partitions
 from .resources import FreshnessResource
 from .tags import ALLOW_SPIKE_TAG
@@ -46,9 +59,11 @@ STALE_SHARE = dg.AssetCheckSpec(
     "stale_share",
     asset="diff_plan",
     partitions_def=sources_partitions,
-    description="Indexed sections whose stored hash no longer matches the live page, as a share "
-    "of the sections indexed, read before the commit. WARN at `checks.stale_warn` (2%), "
-    "ERROR at `checks.stale_error` (10%).",
+    description="Information: the indexed sections whose stored hash no longer matched the live page "
+    "when this run planned, as a share of the sections indexed. This run's vector_index rewrites "
+    "them, so it passes; past `checks.stale_warn` (2%) or `checks.stale_error` (10%) it says the "
+    "cadence let that much drift build up. An index still stale after a run shows in "
+    "`source_fresh` and `freshness_alert`.",
 )
 CHANGE_SPIKE = dg.AssetCheckSpec(
     "change_spike",
@@ -77,28 +92,51 @@ PAGES_NOT_CHECKED = dg.AssetCheckSpec(
 )
 
 
+SOURCE_FRESH = dg.AssetCheckSpec(
+    "source_fresh",
+    asset="vector_index",
+    partitions_def=sources_partitions,
+    description="The source's last committed refresh against its own cadence (`tiers.*_every_h`): "
+    "WARN once its fastest tier's interval passed without one, ERROR once its slowest tier's did. "
+    "Each refresh reports it, and `source_freshness_sensor` between runs.",
+)
+FRESHNESS_ALERT = dg.AssetCheckSpec(
+    "freshness_alert",
+    asset="freshness_metrics",
+    partitions_def=sources_partitions,
+    description="The freshness score of the index after this run's commit (stale retrieval, fetch "
+    "errors, embedding lag, content age; the drift the run repaired left out) against "
+    "`checks.freshness_alert` (0.95). WARN under it, naming the figures that lowered it.",
+)
+
+
 def _pct(share: float) -> str:
     """A share as the UI shows it: 25%, 2.5%, 0.12%."""
     return f"{share * 100:.3g}%"
 
 
 def stale_share(plan: PlanReport, policy: CheckPolicy) -> dg.AssetCheckResult:
-    """`plan.stale_share` against the source's WARN and ERROR thresholds."""
+    """The drift `plan` found before the commit: information (this run repairs it)."""
     share = plan.stale_share
-    severity = dg.AssetCheckSeverity.ERROR if share >= policy.stale_error else dg.AssetCheckSeverity.WARN
     if share >= policy.stale_error:
-        why = f"stale share {_pct(share)} ≥ ERROR at {_pct(policy.stale_error)}"
+        level = f" ≥ {_pct(policy.stale_error)} (`checks.stale_error`): refresh this source more often"
     elif share >= policy.stale_warn:
-        why = f"stale share {_pct(share)} ≥ WARN at {_pct(policy.stale_warn)} (ERROR at {_pct(policy.stale_error)})"
+        level = f" ≥ {_pct(policy.stale_warn)} (`checks.stale_warn`)"
     else:
-        why = f"stale share {_pct(share)} < WARN at {_pct(policy.stale_warn)}"
+        level = ""
+    found = (
+        f"{plan.stale} of {plan.indexed_before} indexed sections ({_pct(share)}) had drifted since the last "
+        f"run{level}; this run's vector_index rewrites them"
+        if plan.indexed_before
+        else "nothing was indexed before this run"
+    )
     return dg.AssetCheckResult(
         check_name=STALE_SHARE.name,
-        passed=share < policy.stale_warn,
-        severity=severity,
-        description=f"{why}, of {plan.indexed_before} sections indexed",
+        passed=True,
+        description=found,
         metadata={
             "stale_share": round(share, 4),
+            "stale_sections": plan.stale,
             "warn_at": policy.stale_warn,
             "error_at": policy.stale_error,
             "indexed_before": plan.indexed_before,
@@ -113,7 +151,7 @@ def change_spike(ctx: SourceContext, plan: PlanReport, *, allowed: bool) -> dg.A
     verdict = judge(plan.change_share, history_shares(ctx.store.runs.recent(source)), policy.spike_rule())
     metadata: dict[str, Any] = {  # Dagster's raw metadata values (its alias for them is internal)
         "change_share": round(verdict.share, 4),
-        "history_median": round(verdict.median, 4) if verdict.median is not None else None,
+        **({"history_median": round(verdict.median, 4)} if verdict.median is not None else {}),
         "history_runs": verdict.runs,
         "spike_min_share": policy.spike_min_share,
         "spike_factor": policy.spike_factor,
@@ -131,8 +169,8 @@ def change_spike(ctx: SourceContext, plan: PlanReport, *, allowed: bool) -> dg.A
             check_name=name, passed=True, metadata=metadata, description=_spike_rule(verdict, policy, False)
         )
     found = suspects(changed_sample(ctx, plan, SUSPECT_SAMPLE))
-    metadata["top_pages"] = md_table(plan.top_pages(), ("page", "sections written"))
-    metadata["suspects"] = md_table(found, ("phrase added (+) / removed (-)", "changed sections"))
+    metadata["top_pages"] = table(plan.top_pages(), ("page", "sections written"))
+    metadata["suspects"] = table(found, ("phrase added (+) / removed (-)", "changed sections"))
     return dg.AssetCheckResult(
         check_name=name,
         passed=False,
@@ -190,7 +228,7 @@ def reconcile_clean(context: dg.AssetCheckExecutionContext, freshness: Freshness
         if report.clean
         else f"ERROR: {report.summary()} (clean is 0 missing, 0 orphans, 0 mismatched)",
         metadata={
-            "namespace": report.namespace,
+            **({"namespace": report.namespace} if report.namespace else {}),
             "records": report.records,
             **{k: len(v) for k, v in lists.items()},
             **{f"{k}_ids": dg.MetadataValue.json(sorted(v)[:LIST_MAX]) for k, v in lists.items() if v},
@@ -208,7 +246,7 @@ def flagged_pages(report: CrawlReport) -> dg.AssetCheckResult:
         + (" ..." if len(flagged) > 3 else "")
         if flagged
         else "no page flagged for review",
-        metadata={"flagged": len(flagged), "pages": md_table(flagged[:LIST_MAX], ("page", "why"))},
+        metadata={"flagged": len(flagged), "pages": table(flagged[:LIST_MAX], ("page", "why"))},
     )
 
 
@@ -220,7 +258,7 @@ def pages_not_checked(report: CrawlReport) -> dg.AssetCheckResult:
         check_name=PAGES_NOT_CHECKED.name,
         passed=not unchecked,
         severity=dg.AssetCheckSeverity.ERROR if severe else dg.AssetCheckSeverity.WARN,
-        description=None
+        description=f"all {report.crawled} pages checked"
         if not unchecked
         else (
             f"{len(unchecked)} of {report.crawled} pages not checked ({len(report.skipped)} skipped, "
@@ -230,8 +268,76 @@ def pages_not_checked(report: CrawlReport) -> dg.AssetCheckResult:
             "skipped": len(report.skipped),
             "errors": len(report.errors),
             "not_checked_share": round(share, 4),
-            "pages": md_table(sorted(unchecked.items())[:LIST_MAX], ("page", "why")),
+            "pages": table(sorted(unchecked.items())[:LIST_MAX], ("page", "why")),
         },
+    )
+
+
+def _hours(seconds: float) -> str:
+    """A duration as people read it: 40 s, 12 min, 3.5 h."""
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.3g} h"
+
+
+def source_fresh_verdict(
+    source: Source, last_refresh: float | None, now: float | None = None
+) -> tuple[bool, dg.AssetCheckSeverity, str, dict[str, Any]]:
+    """(passed, severity, description, metadata) of `source_fresh` for a source whose last
+    committed refresh finished at `last_refresh` (None: never)."""
+    now = time.time() if now is None else now
+    every = [s for s in intervals(source.tiers.cadence()).values() if s > 0]
+    warn, fail = (min(every), max(every)) if every else (0.0, 0.0)
+    metadata: dict[str, Any] = {"warn_after_h": round(warn / 3600, 4), "fail_after_h": round(fail / 3600, 4)}
+    if last_refresh is None:
+        return False, dg.AssetCheckSeverity.ERROR, f"{source.name}: never refreshed", metadata
+    age = max(0.0, now - last_refresh)
+    metadata |= {"last_refresh": dg.MetadataValue.timestamp(last_refresh), "hours_since": round(age / 3600, 4)}
+    ago = f"{source.name}: last refreshed {_hours(age)} ago"
+    if not every:
+        return True, dg.AssetCheckSeverity.WARN, f"{ago}; its tiers refresh on every tick, no window to judge", metadata
+    if fail and age >= fail:
+        why = f"{ago}, past its slowest tier's interval {_hours(fail)} (ERROR)"
+        return False, dg.AssetCheckSeverity.ERROR, why, metadata
+    if age >= warn:
+        why = f"{ago}, past its fastest tier's interval {_hours(warn)} (WARN; ERROR at {_hours(fail)})"
+        return False, dg.AssetCheckSeverity.WARN, why, metadata
+    why = f"{ago}, within {_hours(warn)} (WARN after, ERROR after {_hours(fail)})"
+    return True, dg.AssetCheckSeverity.WARN, why, metadata
+
+
+def source_fresh(source: Source, last_refresh: float | None) -> dg.AssetCheckResult:
+    passed, severity, description, metadata = source_fresh_verdict(source, last_refresh)
+    return dg.AssetCheckResult(
+        check_name=SOURCE_FRESH.name, passed=passed, severity=severity, description=description, metadata=metadata
+    )
+
+
+def freshness_alert(report: FreshnessReport, policy: CheckPolicy) -> dg.AssetCheckResult:
+    """The score of the index as the commit left it: `report` with the drift this run
+    repaired (its stale share, measured before the commit) counted as gone."""
+    row = {
+        "stale_share": 0.0,
+        "stale_retrieval_rate": report.stale_retrieval_rate,
+        "error_share": report.error_share,
+        "lag_p90_s": report.lag_p90_s,
+        "age_median_s": report.age_median_s,
+    }
+    targets = {"lag_target_s": policy.lag_target_h * 3600, "age_target_s": policy.age_target_d * 86_400}
+    score = freshness_score(
+        0.0, report.stale_retrieval_rate, report.error_share, report.lag_p90_s, report.age_median_s, **targets
+    )
+    passed = score >= policy.freshness_alert
+    reasons = alert_reasons(row, **targets)
+    head = f"score after the commit {score:.3f} {'≥' if passed else '<'} {policy.freshness_alert:g}"
+    return dg.AssetCheckResult(
+        check_name=FRESHNESS_ALERT.name,
+        passed=passed,
+        severity=dg.AssetCheckSeverity.WARN,
+        description=head + (f": {'; '.join(reasons)}" if reasons and not passed else ""),
+        metadata={"score_after_commit": round(score, 4), "alert_at": policy.freshness_alert},
     )
 
 

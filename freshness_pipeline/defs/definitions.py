@@ -20,10 +20,11 @@ from .executors import refresh_executor
 from .metrics_assets import freshness_metrics
 from .resources import FreshnessResource
 from .sensors import refresh_sensors
+from .source_freshness import source_freshness_sensor
 
 assets: list = [*refresh_assets, freshness_metrics]
 asset_checks: list = [*refresh_checks]
-sensors: list = [*refresh_sensors]
+sensors: list = [*refresh_sensors, source_freshness_sensor]
 jobs: list = [refresh_job]
 
 defs = dg.Definitions(

@@ -4,24 +4,55 @@
   run config keeps every step in the run worker, as `freshness run` does).
 - `celery`: `dagster_celery.celery_executor`. Each step is a Celery task; `vector_index`
   carries the op tag `dagster-celery/queue: embeddings`, so only the workers started on that
-  queue embed (size that pool to the provider's rate limit). The broker and the result
-  backend come from `FRESHNESS_CELERY_BROKER` / `FRESHNESS_CELERY_BACKEND` (default Redis at
-  127.0.0.1:6379; RabbitMQ: `pyamqp://guest@127.0.0.1:5672//`).
+  queue embed (size that pool to the provider's rate limit).
+
+The Celery settings come from the environment only, and the runs (`refresh_executor`) and
+the workers (`celery_app`, started with `dagster-celery worker start -A
+freshness_pipeline.defs.celery_app`) build them with the same `celery_settings`, so the
+broker is one setting: `FRESHNESS_CELERY_BROKER`.
+
+A step's task is acknowledged when it finishes, not on receipt, and a worker that dies
+while running it gives it back: RabbitMQ requeues it as soon as the worker's connection
+drops; Redis once `FRESHNESS_CELERY_VISIBILITY_TIMEOUT` seconds passed since the delivery,
+which must therefore be longer than the slowest step (a step still running then is
+delivered a second time; the source's lock in the state store keeps the two apart).
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
 
 import dagster as dg
 
 EXECUTOR_ENV = "FRESHNESS_EXECUTOR"
 BROKER_ENV = "FRESHNESS_CELERY_BROKER"
 BACKEND_ENV = "FRESHNESS_CELERY_BACKEND"
+VISIBILITY_ENV = "FRESHNESS_CELERY_VISIBILITY_TIMEOUT"
+KEY_PREFIX_ENV = "FRESHNESS_CELERY_KEY_PREFIX"
 DEFAULT_BROKER = "redis://127.0.0.1:6379/0"
+DEFAULT_VISIBILITY_S = 3600  # Celery's own default for Redis
 CELERY_QUEUE_TAG = "dagster-celery/queue"
 EMBEDDINGS_QUEUE = "embeddings"
 CHOICES = ("default", "celery")
+REDIS_SCHEMES = ("redis", "rediss")
+AMQP_SCHEMES = ("amqp", "amqps", "pyamqp")
+# dagster-celery's own transport options: `config_source` replaces the key, so keep them.
+DAGSTER_CELERY_TRANSPORT = {"max_retries": 3, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
+
+
+@dataclass(frozen=True)
+class CelerySettings:
+    """What `dagster_celery.celery_executor` takes, for the runs and the workers alike."""
+
+    broker: str
+    backend: str
+    config_source: dict[str, Any] = field(default_factory=dict)
+
+    def executor_config(self) -> dict[str, Any]:
+        return {"broker": self.broker, "backend": self.backend, "config_source": self.config_source}
 
 
 def executor_name() -> str:
@@ -31,12 +62,53 @@ def executor_name() -> str:
     return name
 
 
-def broker_url() -> str:
-    return os.environ.get(BROKER_ENV, DEFAULT_BROKER)
+def _scheme(url: str, var: str, allowed: tuple[str, ...]) -> str:
+    scheme = urlsplit(url).scheme
+    if scheme not in allowed:
+        raise ValueError(f"${var}={url!r}: expected a URL starting with one of {', '.join(s + '://' for s in allowed)}")
+    return scheme
 
 
-def backend_url() -> str:
-    return os.environ.get(BACKEND_ENV) or broker_url()
+def _seconds(var: str, default: int) -> int:
+    raw = os.environ.get(var, "")
+    if not raw:
+        return default
+    if not raw.isdigit() or int(raw) <= 0:
+        raise ValueError(f"${var}={raw!r}: expected a whole number of seconds above 0")
+    return int(raw)
+
+
+def celery_settings() -> CelerySettings:
+    """The broker from `FRESHNESS_CELERY_BROKER` (Redis or RabbitMQ); the result backend from
+    `FRESHNESS_CELERY_BACKEND`, else the broker itself for Redis and `rpc://` (results as AMQP
+    messages) for RabbitMQ, which is no result backend of its own."""
+    broker = os.environ.get(BROKER_ENV) or DEFAULT_BROKER
+    scheme = _scheme(broker, BROKER_ENV, REDIS_SCHEMES + AMQP_SCHEMES)
+    backend = os.environ.get(BACKEND_ENV) or (broker if scheme in REDIS_SCHEMES else "rpc://")
+    _scheme(backend, BACKEND_ENV, (*REDIS_SCHEMES, "rpc"))
+    transport: dict[str, Any] = dict(DAGSTER_CELERY_TRANSPORT)
+    conf: dict[str, Any] = {
+        "task_acks_late": True,  # a task stays on the broker until its step ends
+        "task_reject_on_worker_lost": True,  # a pool child killed mid-task: back to the queue
+        "worker_prefetch_multiplier": 1,  # a worker holds no task it is not running
+        "broker_transport_options": transport,
+    }
+    if scheme in REDIS_SCHEMES:
+        visibility = _seconds(VISIBILITY_ENV, DEFAULT_VISIBILITY_S)
+        # Sweep for abandoned tasks every tenth of the timeout (Redis' default: every 100 s).
+        transport |= {
+            "visibility_timeout": visibility,
+            "unacked_restore_interval": max(1, min(10, visibility // 10)),
+            "unacked_restore_throttle": 1,
+        }
+    prefix = os.environ.get(KEY_PREFIX_ENV)
+    if prefix:  # Redis only: keys of their own on a shared database
+        if scheme not in REDIS_SCHEMES:
+            raise ValueError(f"${KEY_PREFIX_ENV} is for a Redis broker; {BROKER_ENV} is {scheme}://")
+        transport["global_keyprefix"] = prefix
+        if urlsplit(backend).scheme in REDIS_SCHEMES:
+            conf["result_backend_transport_options"] = {"global_keyprefix": prefix}
+    return CelerySettings(broker=broker, backend=backend, config_source=conf)
 
 
 def refresh_executor() -> dg.ExecutorDefinition | None:
@@ -45,4 +117,4 @@ def refresh_executor() -> dg.ExecutorDefinition | None:
         return None
     from dagster_celery import celery_executor  # installed with the `celery` deployment
 
-    return celery_executor.configured({"broker": broker_url(), "backend": backend_url()})
+    return celery_executor.configured(celery_settings().executor_config())

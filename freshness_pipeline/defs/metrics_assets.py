@@ -2,6 +2,8 @@
 against the index, miss counters (and the re-index they may request), and change-event
 delivery to webhooks. Metric history is rendered from the state store as a table."""
 
+from collections.abc import Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
@@ -9,6 +11,8 @@ import dagster as dg
 from ..pipeline.indexing import IndexReport
 from ..pipeline.metrics import after_run
 from ..pipeline.planning import PlanReport
+from .assets import catalog_owners, stage_tags
+from .checks import FRESHNESS_ALERT, freshness_alert
 from .partitions import sources_partitions
 from .resources import FreshnessResource
 
@@ -32,7 +36,10 @@ def _table(frame: "pd.DataFrame") -> dg.TableMetadataValue:
     partitions_def=sources_partitions,
     group_name="freshness",
     kinds={"python"},
+    owners=catalog_owners(),
+    tags=stage_tags("metrics"),
     code_version="metrics-1",
+    check_specs=[FRESHNESS_ALERT],
     description="Freshness score, stale share, content age, embedding lag, golden-set hits; "
     "requests a re-index on repeated misses and delivers change events to webhooks.",
 )
@@ -41,7 +48,7 @@ def freshness_metrics(
     freshness: FreshnessResource,
     diff_plan: PlanReport,
     vector_index: IndexReport,
-) -> dg.MaterializeResult:
+) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
     import pandas as pd
 
     from ..pipeline.history import history_table
@@ -49,9 +56,13 @@ def freshness_metrics(
     with freshness.open(context.partition_key) as ctx:
         out = after_run(ctx, stale_share=diff_plan.stale_share, run_id=context.run.run_id)
         history = history_table(ctx.store.metrics.history(ctx.name))
+        alert = freshness_alert(out.report, ctx.source.checks)
     r = out.report
     context.log.info(f"{r.source}: {vector_index.line()}")
-    (context.log.warning if r.alert else context.log.info)(f"{r.source}: {r.line()}")
+    # ALERT in the line follows the check (the index after the commit), as in the UI.
+    context.log.info(f"{r.source}: {replace(r, alert=not alert.passed).line()}")
+    if not alert.passed:
+        context.log.warning(f"{r.source}: freshness alert: {alert.description}")
     if out.reindex_requested:
         context.log.warning(f"{r.source}: full re-index requested for the next run: {out.reindex_requested}")
     for d in out.deliveries:
@@ -59,7 +70,6 @@ def freshness_metrics(
             context.log.warning(f"webhook {d.url}: delivered {d.delivered}, {d.backlog} waiting: {d.error}")
     metadata: dict[str, Any] = {  # Dagster's raw metadata values (its alias for them is internal)
         "score": _float(r.score),
-        "alert": r.alert,
         "error_share": _float(r.error_share),  # live pages failing their last fetch
         "stale_share": _float(r.stale_share),
         "age_median_h": _float((r.age_median_s or 0.0) / 3600),
@@ -78,4 +88,5 @@ def freshness_metrics(
             "mrr": _float(out.golden.score.mrr),
             "golden": _table(pd.DataFrame(out.golden.rows()).astype({"rank": "object"})),
         }
-    return dg.MaterializeResult(metadata=metadata)
+    yield dg.MaterializeResult(metadata=metadata)
+    yield alert

@@ -44,7 +44,7 @@ RUN_LOOKBACK = 100  # recent runs per source searched for untagged runs and runs
 @dg.sensor(
     minimum_interval_seconds=60,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Adds a `sources` partition for every source of the sources file. A source removed "
+    description="Adds a sources partition for every source of the sources file. A source removed "
     "from the file keeps its partition, history and index; it is only no longer scheduled.",
 )
 def sources_partitions_sensor(
@@ -113,8 +113,8 @@ def _last_runs(instance: dg.DagsterInstance, source: str) -> _Runs:
     job=refresh_job,
     minimum_interval_seconds=300,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Launches a `refresh` run tagged `freshness/tier` for each source whose hot, warm or "
-    "cold tier is due (`tiers.*_every_h` in the sources file). A failed refresh is retried, backing "
+    description="Launches a refresh run tagged freshness/tier for each source whose hot, warm or "
+    "cold tier is due (tiers.*_every_h in the sources file). A failed refresh is retried, backing "
     "off per source up to the tier's cadence; the skip reason says why each source waits.",
 )
 def tier_cadence_sensor(
@@ -200,8 +200,8 @@ def reindex_requests(drift: dict[str, str]) -> list[dg.RunRequest]:
     minimum_interval_seconds=300,
     default_status=dg.DefaultSensorStatus.RUNNING,
     description="Re-indexes a source when the normalizer, chunker or embedding model a refresh would "
-    "build with differs from its index's: one `refresh` run per drifted source, tagged "
-    "`freshness/reindex` with what changed. Asked once per change (the cursor remembers).",
+    "build with differs from its index's: one refresh run per drifted source, tagged "
+    "freshness/reindex with what changed. Asked once per change (the cursor remembers).",
 )
 def version_bump_sensor(
     context: dg.SensorEvaluationContext, freshness: FreshnessResource

@@ -7,7 +7,6 @@ import logging
 import os
 import subprocess
 import sys
-from datetime import timedelta
 from pathlib import Path
 
 import dagster as dg
@@ -17,7 +16,6 @@ import yaml
 from freshness_pipeline.core.noise import NORMALIZER_VERSION
 from freshness_pipeline.defs.assets import (
     EMBEDDINGS_POOL,
-    index_freshness,
     model_code_version,
     refresh_assets,
     store_kinds,
@@ -64,12 +62,14 @@ def test_materialize_records_what_the_ui_plots(sources: Path, site: DocsSite, in
     assert (index["crawled"].value, index["new"].value, index["embedded"].value) == (5, 5, 10)
     assert index["run_start_to_searchable_s"].value > 0
     assert "reindex_reason" not in index and "reindex_reason" not in meta["section_manifest"]  # no empty keys
-    assert "/guide/page0" in index["top_changed_pages"].value
+    pages = {r.data["page"]: r.data["sections written"] for r in index["top_changed_pages"].records}
+    assert pages[f"{site.base_url}/guide/page0"] == 2
     # Four checks judge their asset's report inside its step; reconcile_clean is a step of its own.
     steps = {e.step_key for e in result.get_step_success_events()}
     assert steps == {"fetched_pages", "section_manifest", "diff_plan", "vector_index", "vector_index_reconcile_clean"}
     job_checks = defs.resolve_job_def("refresh").asset_layer.asset_graph.asset_check_keys
-    assert {e.check_name for e in result.get_asset_check_evaluations()} == {k.name for k in job_checks}
+    of_these = {k.name for k in job_checks if k.asset_key.to_user_string() != "freshness_metrics"}
+    assert {e.check_name for e in result.get_asset_check_evaluations()} == of_these
 
 
 def test_definitions_load_with_checks_pool_and_versions() -> None:
@@ -83,6 +83,8 @@ def test_definitions_load_with_checks_pool_and_versions() -> None:
         ("vector_index", "reconcile_clean"),
         ("fetched_pages", "flagged_pages"),
         ("fetched_pages", "pages_not_checked"),
+        ("vector_index", "source_fresh"),
+        ("freshness_metrics", "freshness_alert"),
     }
     specs = [s for a in [*refresh_assets, *refresh_checks] for s in a.check_specs]
     assert [s.name for s in specs if s.blocking] == ["change_spike"]
@@ -90,7 +92,12 @@ def test_definitions_load_with_checks_pool_and_versions() -> None:
     versions = {k.to_user_string(): v for a in refresh_assets for k, v in a.code_versions_by_key.items()}
     assert f"normalizer-{NORMALIZER_VERSION}" in versions["section_manifest"]
     assert versions["vector_index"].startswith("index-1+")
-    assert {s.name for s in defs.sensors} >= {"sources_partitions_sensor", "tier_cadence_sensor", "version_bump_sensor"}
+    assert {s.name for s in defs.sensors} >= {
+        "sources_partitions_sensor",
+        "tier_cadence_sensor",
+        "version_bump_sensor",
+        "source_freshness_sensor",
+    }
 
 
 def test_model_version_from_the_sources_file(
@@ -109,17 +116,12 @@ def test_the_job_and_the_sensors_are_described() -> None:
         assert len(sensor.description or "") > 60, sensor.name
 
 
-def test_kinds_and_freshness_follow_the_sources_file(sources: Path, site: DocsSite) -> None:
+def test_kinds_follow_the_sources_file(sources: Path, site: DocsSite) -> None:
     assert store_kinds() == {"lancedb"}
     data = yaml.safe_load(sources.read_text())
     data["vector_store"] = {"provider": "pinecone", "host": "http://127.0.0.1:9"}
-    data["sources"][0]["tiers"] = {"hot_every_h": 2, "warm_every_h": 24, "cold_every_h": 96}
     sources.write_text(yaml.safe_dump(data))
     assert store_kinds() == {"pinecone"}
-    policy = index_freshness()
-    assert isinstance(policy, dg.FreshnessPolicy)
-    windows = (policy.warn_window.to_timedelta(), policy.fail_window.to_timedelta())
-    assert windows == (timedelta(hours=2), timedelta(hours=96))
 
 
 def test_loading_the_code_location_reads_the_sources_file_once(sources: Path) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+import yaml
 
 from freshness_pipeline.adapters.state.store import StateStore
 from freshness_pipeline.config import load_settings, state_url
@@ -67,7 +68,7 @@ def test_change_spike_blocks_vector_index_until_the_override(
     (failure,) = [e for e in blocked.all_events if e.is_step_failure]
     assert failure.step_key == "diff_plan" and "change_spike" in failure.step_failure_data.error.message
     assert spike.metadata["change_share"].value == 1.0
-    assert f"+ {FEEDBACK}" in spike.metadata["suspects"].value  # the suspect phrase, in 24 sections
+    assert f"+ {FEEDBACK}" in table_text(spike.metadata["suspects"])  # the suspect phrase, in 24 sections
     assert "/guide/page" in spike.description and ALLOW_SPIKE_TAG in spike.description
     assert not any(FEEDBACK in t for t in manifest_texts())  # the index was not touched
     # `freshness run` says so, naming the check and what to do.
@@ -83,10 +84,15 @@ def test_change_spike_blocks_vector_index_until_the_override(
     assert allowed.success and materialized(allowed) >= ASSETS
     assert instance.get_run_by_id(allowed.run_id).tags[ALLOW_SPIKE_TAG] == "true"  # recorded
     assert all(FEEDBACK in t for t in manifest_texts())
-    # The stale share of the redeploy run is all of it: ERROR (non-blocking).
+    # The redeploy run found all of it stale and repaired it: information, not a failure; and
+    # the index after its commit is fresh, so no freshness alert either.
     stale = check_result(allowed, "stale_share")
-    assert not stale.passed and stale.severity == dg.AssetCheckSeverity.ERROR
+    assert stale.passed and stale.metadata["stale_share"].value == 1.0
+    assert "refresh this source more often" in (stale.description or "")
+    assert "rewrites them" in (stale.description or "")
     assert check_result(allowed, "reconcile_clean").passed
+    alert = check_result(allowed, "freshness_alert")
+    assert alert.passed and alert.metadata["score_after_commit"].value == 1.0, alert.description
 
 
 def rewrite(site: Site, rng: random.Random, pages: int) -> Site:
@@ -133,6 +139,9 @@ def test_an_overridden_spike_does_not_weaken_the_next_check(
 
 
 def test_stale_share_reconcile_and_flagged_pages(sources: Path, site: DocsSite, instance: dg.DagsterInstance) -> None:
+    data = yaml.safe_load(sources.read_text())
+    data["sources"][0]["checks"] = {"freshness_alert": 0.99}
+    sources.write_text(yaml.safe_dump(data))
     docs = generate(10, sections_per_page=3, seed=2)  # 30 sections
     site.publish(docs.markdown())
     assert refresh(instance).success
@@ -143,11 +152,15 @@ def test_stale_share_reconcile_and_flagged_pages(sources: Path, site: DocsSite, 
     site.publish({**edited.markdown(), "guide/page9.md": "# Not found\n\nPage not found.\n"})
     result = refresh(instance)
     stale = check_result(result, "stale_share")
-    assert not stale.passed and stale.severity == dg.AssetCheckSeverity.WARN
+    assert stale.passed and "(3.33%) had drifted since the last run ≥ 2%" in (stale.description or "")
     assert stale.metadata["stale_share"].value == pytest.approx(1 / 30, abs=1e-3)
     flagged = check_result(result, "flagged_pages")
     assert not flagged.passed and flagged.severity == dg.AssetCheckSeverity.WARN
-    assert flagged.metadata["flagged"].value == 1 and "/guide/page9" in flagged.metadata["pages"].value
+    assert flagged.metadata["flagged"].value == 1 and "/guide/page9" in table_text(flagged.metadata["pages"])
+    # The flagged page keeps its last good text, unverified: the score after the commit says so.
+    alert = check_result(result, "freshness_alert")
+    assert not alert.passed and alert.severity == dg.AssetCheckSeverity.WARN
+    assert alert.description.startswith("score after the commit 0.984 < 0.99: fetch error share 10.0%")
     assert check_result(result, "reconcile_clean").passed
 
     # Drift: a record deleted behind the manifest's back.
@@ -183,3 +196,9 @@ def load_policy():
     from freshness_pipeline.config import CheckPolicy
 
     return CheckPolicy().spike_rule()
+
+
+def table_text(value: dg.MetadataValue) -> str:
+    """The cells of a table metadata value, one row a line."""
+    assert isinstance(value, dg.TableMetadataValue), value
+    return "\n".join(" | ".join(str(v) for v in r.data.values()) for r in value.records)
