@@ -15,6 +15,7 @@ import os
 import dagster as dg
 
 from .assets import refresh_assets, refresh_job
+from .attempts_sensor import failed_refresh_attempts
 from .checks import refresh_checks
 from .executors import refresh_executor
 from .metrics_assets import freshness_metrics
@@ -24,7 +25,7 @@ from .source_freshness import source_freshness_sensor
 
 assets: list = [*refresh_assets, freshness_metrics]
 asset_checks: list = [*refresh_checks]
-sensors: list = [*refresh_sensors, source_freshness_sensor]
+sensors: list = [*refresh_sensors, source_freshness_sensor, failed_refresh_attempts]
 jobs: list = [refresh_job]
 
 defs = dg.Definitions(

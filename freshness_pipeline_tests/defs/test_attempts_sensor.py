@@ -1,0 +1,45 @@
+"""A failed refresh that no `freshness` command waited for (a sensor's run, the UI's) still
+reaches `freshness status` as the source's last attempt, through the run failure sensor."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import dagster as dg
+
+from freshness_pipeline.defs.attempts_sensor import failed_refresh_attempts
+from freshness_pipeline.defs.definitions import defs
+from freshness_pipeline.defs.partitions import sources_partitions
+from freshness_pipeline.defs.resources import FreshnessResource
+from freshness_pipeline_tests.test_cli import cli, write_sources
+
+
+def test_a_failed_run_no_command_waited_for_is_the_sources_last_attempt(dagster_home: Path) -> None:
+    sources = write_sources(dagster_home / "sources.yaml", "http://127.0.0.1:9/sitemap.xml")  # nothing listens
+    instance = dg.DagsterInstance.get()
+    instance.add_dynamic_partitions(sources_partitions.name, ["docs"])
+    # What a sensor's or the UI's run does: the job in the code location, no CLI around it.
+    resources = {"freshness": FreshnessResource(sources_file=str(sources))}
+    job = dg.Definitions.merge(defs, dg.Definitions(resources=resources)).resolve_job_def("refresh")
+    result = job.execute_in_process(instance=instance, partition_key="docs", raise_on_error=False)
+    assert not result.success
+
+    (before,) = json.loads(cli("status", "--json", "--sources", str(sources))[0])
+    assert before["last_attempt"] is None  # no command recorded it
+
+    run = instance.get_run_by_id(result.run_id)
+    failure = next(e for e in result.all_events if e.event_type == dg.DagsterEventType.RUN_FAILURE)
+    context = dg.build_run_status_sensor_context(
+        sensor_name=failed_refresh_attempts.name,
+        dagster_instance=instance,
+        dagster_run=run,
+        dagster_event=failure,
+        resources=resources,
+    ).for_run_failure()
+    failed_refresh_attempts(context)
+
+    (after,) = json.loads(cli("status", "--json", "--sources", str(sources))[0])
+    assert after["last_attempt"]["status"] == "failure" and after["last_attempt"]["run_id"] == result.run_id
+    assert "fetched_pages" in after["last_attempt"]["message"]
+    assert after["freshness"]["not_refreshed"]
