@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from freshness_pipeline.defs.attempts_sensor import failed_refresh_attempts
 from freshness_pipeline.defs.definitions import defs
@@ -15,13 +16,16 @@ from freshness_pipeline.defs.resources import FreshnessResource
 from freshness_pipeline_tests.test_cli import cli, write_sources
 
 
-def test_a_failed_run_no_command_waited_for_is_the_sources_last_attempt(dagster_home: Path) -> None:
+def test_a_failed_run_no_command_waited_for_is_the_sources_last_attempt(
+    dagster_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     sources = write_sources(dagster_home / "sources.yaml", "http://127.0.0.1:9/sitemap.xml")  # nothing listens
     instance = dg.DagsterInstance.get()
     instance.add_dynamic_partitions(sources_partitions.name, ["docs"])
     # What a sensor's or the UI's run does: the job in the code location, no CLI around it.
-    resources = {"freshness": FreshnessResource(sources_file=str(sources))}
-    job = dg.Definitions.merge(defs, dg.Definitions(resources=resources)).resolve_job_def("refresh")
+    monkeypatch.setenv("FRESHNESS_SOURCES", str(sources))
+    resources = {"freshness": FreshnessResource()}
+    job = defs.resolve_job_def("refresh")
     result = job.execute_in_process(instance=instance, partition_key="docs", raise_on_error=False)
     assert not result.success
 
@@ -30,14 +34,14 @@ def test_a_failed_run_no_command_waited_for_is_the_sources_last_attempt(dagster_
 
     run = instance.get_run_by_id(result.run_id)
     failure = next(e for e in result.all_events if e.event_type == dg.DagsterEventType.RUN_FAILURE)
-    context = dg.build_run_status_sensor_context(
+    with dg.build_run_status_sensor_context(
         sensor_name=failed_refresh_attempts.name,
         dagster_instance=instance,
         dagster_run=run,
         dagster_event=failure,
         resources=resources,
-    ).for_run_failure()
-    failed_refresh_attempts(context)
+    ) as context:
+        failed_refresh_attempts(context.for_run_failure())
 
     (after,) = json.loads(cli("status", "--json", "--sources", str(sources))[0])
     assert after["last_attempt"]["status"] == "failure" and after["last_attempt"]["run_id"] == result.run_id
