@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from bench.corpora import CORPORA, corpora_root, first_seen, load_revisions
 from freshness_pipeline.adapters.embedders.tokenizer import tokenizer_for
 from freshness_pipeline.config import ChunkPolicy, EmbedderConfig
 from freshness_pipeline.core.extract import extract
@@ -21,7 +22,6 @@ from freshness_pipeline.core.noise import normalize
 from freshness_pipeline.core.segment import segment
 from freshness_pipeline.core.urls import normalize_url
 from freshness_pipeline.demo.render import page_path, render, title_of
-from freshness_pipeline_tests.corpus.corpora import CORPORA, corpora_root, first_seen, load_revisions
 
 BASE = "http://127.0.0.1:1/"
 

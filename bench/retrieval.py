@@ -10,7 +10,7 @@ loopback site (`DocsSite`, with the corpus replay's build noise) and indexed twi
 (`noise.fuzzy_threshold: 0`, as in the corpus replay: every changed text is embedded again.)
 
 Questions are built from the full index's records, deterministically (a generator seeded
-by each section's key; `freshness_pipeline_tests/corpus/questions.py`):
+by each section's key; `bench/questions.py`):
 
   sentence  one sentence of the section's retrieval text (at least 8 words, found in no
             other section), about a third of its words dropped, lower-cased
@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from freshness_pipeline_tests.corpus.questions import Question, questions
+from bench.questions import Question, questions
 
 DEPTH = 10  # results read per question (MRR looks this far)
 DIFFERENCES: list[str] = []  # where the incremental index answered otherwise than the full one
@@ -124,10 +124,10 @@ class Home:
 
 
 def bench(name: str, root: Path, work: Path, embedder: dict[str, str]) -> list[tuple[str, str, str, int, Score]]:
+    from bench.corpora import build_noise, first_seen, load_revisions
     from freshness_pipeline.adapters.embedders import make_embedder
     from freshness_pipeline.config import EmbedderConfig
     from freshness_pipeline.demo.server import DocsSite
-    from freshness_pipeline_tests.corpus.corpora import build_noise, first_seen, load_revisions
 
     revisions = load_revisions(root / name)
     dates = first_seen(revisions)
@@ -175,7 +175,7 @@ def bench(name: str, root: Path, work: Path, embedder: dict[str, str]) -> list[t
 
 
 def main(argv: list[str] | None = None) -> int:
-    from freshness_pipeline_tests.corpus.corpora import CORPORA, corpora_root
+    from bench.corpora import CORPORA, corpora_root
 
     p = argparse.ArgumentParser(prog="python -m bench.retrieval", description=__doc__.split("\n\n")[0])
     p.add_argument("--corpus", action="append", choices=CORPORA, help="one corpus (repeatable; default: all)")

@@ -107,14 +107,15 @@ def stage_tags(stage: str) -> dict[str, str]:
     return {"pipeline": "freshness", "stage": stage}
 
 
-_AT_LOAD = _settings_at_load()
+# Read once per code-location load; metrics_assets.py reuses it.
+SETTINGS_AT_LOAD = _settings_at_load()
 
 
 @dg.asset(
     partitions_def=sources_partitions,
     group_name=GROUP,
     kinds={"python", "http"},
-    owners=catalog_owners(_AT_LOAD),
+    owners=catalog_owners(SETTINGS_AT_LOAD),
     tags=stage_tags("fetch"),
     code_version="fetch-1",
     check_specs=[FLAGGED_PAGES, PAGES_NOT_CHECKED],
@@ -166,7 +167,7 @@ def fetched_pages(
     partitions_def=sources_partitions,
     group_name=GROUP,
     kinds={"python"},
-    owners=catalog_owners(_AT_LOAD),
+    owners=catalog_owners(SETTINGS_AT_LOAD),
     tags=stage_tags("sections"),
     code_version=f"normalizer-{NORMALIZER_VERSION}+chunker-{CHUNKER_VERSION}",
     deps=[fetched_pages],  # reads the pages it wrote: the state store, not its output
@@ -195,7 +196,7 @@ def section_manifest(context: dg.AssetExecutionContext, freshness: FreshnessReso
     partitions_def=sources_partitions,
     group_name=GROUP,
     kinds={"python"},
-    owners=catalog_owners(_AT_LOAD),
+    owners=catalog_owners(SETTINGS_AT_LOAD),
     tags=stage_tags("plan"),
     code_version="plan-1",
     check_specs=[STALE_SHARE, CHANGE_SPIKE],
@@ -231,10 +232,10 @@ def diff_plan(
 @dg.asset(
     partitions_def=sources_partitions,
     group_name=GROUP,
-    kinds=store_kinds(_AT_LOAD),
-    owners=catalog_owners(_AT_LOAD),
+    kinds=store_kinds(SETTINGS_AT_LOAD),
+    owners=catalog_owners(SETTINGS_AT_LOAD),
     tags=stage_tags("index"),
-    code_version=f"index-1+{model_code_version(_AT_LOAD)}",
+    code_version=f"index-1+{model_code_version(SETTINGS_AT_LOAD)}",
     pool=EMBEDDINGS_POOL,
     op_tags={CELERY_QUEUE_TAG: EMBEDDINGS_QUEUE},  # under the celery executor: the embedding workers
     check_specs=[SOURCE_FRESH],

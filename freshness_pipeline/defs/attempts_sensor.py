@@ -9,7 +9,7 @@ import dagster as dg
 
 from ..pipeline.attempts import record_attempt
 from .resources import FreshnessResource
-from .runner import summarize
+from .run_summary import summarize
 
 PARTITION_TAG = "dagster/partition"
 

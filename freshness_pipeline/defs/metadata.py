@@ -9,7 +9,7 @@ import dagster as dg
 
 from ..config import Settings, dagster_home
 
-# vector_index's metadata besides the run's counts (`runner.summarize` tells them apart)
+# vector_index's metadata besides the run's counts (`run_summary.summarize` tells them apart)
 INDEX_EXTRAS = (
     "stale_share",
     "change_share",

@@ -11,7 +11,7 @@ import dagster as dg
 from ..pipeline.indexing import IndexReport
 from ..pipeline.metrics import after_run
 from ..pipeline.planning import PlanReport
-from .assets import catalog_owners, stage_tags
+from .assets import SETTINGS_AT_LOAD, catalog_owners, stage_tags
 from .checks import FRESHNESS_ALERT, freshness_alert
 from .partitions import sources_partitions
 from .resources import FreshnessResource
@@ -36,7 +36,7 @@ def _table(frame: "pd.DataFrame") -> dg.TableMetadataValue:
     partitions_def=sources_partitions,
     group_name="freshness",
     kinds={"python"},
-    owners=catalog_owners(),
+    owners=catalog_owners(SETTINGS_AT_LOAD),
     tags=stage_tags("metrics"),
     code_version="metrics-1",
     check_specs=[FRESHNESS_ALERT],

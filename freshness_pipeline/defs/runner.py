@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import itertools
 import logging
-import re
 import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, nullcontext
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 import dagster as dg
 
@@ -30,18 +29,14 @@ from .. import progress
 from .coordinator import daemon_running
 from .launch import JOB, LAUNCH_ENV, Launcher, LaunchError, in_process_runs, launchers, run_config
 from .liveness import reap_dead_runs, wait_for_run_worker
-from .metadata import INDEX_EXTRAS
 from .partitions import sources_partitions
+from .run_summary import summarize
 from .tags import run_tags
-
-if TYPE_CHECKING:  # the type of Dagster's error records; not part of its public API
-    from dagster_shared.error import SerializableErrorInfo
 
 __all__ = ["LAUNCH_ENV", "LaunchError", "run_refresh", "run_refreshes", "summarize"]
 POLL_S = 0.5
 REAP_EVERY = 10  # polls between two looks for a dead run worker
 WORKER_EXIT_S = 30.0  # how long a finished run's worker may take to exit
-SHOWN_ERRORS = 20
 
 logger = logging.getLogger(__name__)
 
@@ -164,84 +159,3 @@ def _relay_progress(instance: dg.DagsterInstance, run_id: str, cursor: str | Non
         if entry.dagster_event is None:
             progress.relay(entry.user_message)
     return page.cursor or cursor
-
-
-def summarize(instance: dg.DagsterInstance, run_id: str) -> dict[str, Any]:
-    """What `run_refresh` returns, read from the run's events (the assets' metadata), the
-    same for both ways of running; no asset value is loaded."""
-    run = instance.get_run_by_id(run_id)
-    assert run is not None
-    done = _materialized(instance, run_id)
-    crawl, index = done.get("fetched_pages"), done.get("vector_index")
-    out: dict[str, Any] = {"run_id": run_id}
-    if index is not None:  # its metadata are the run's counts and a few extras
-        out |= {k: v for k, v in index.items() if k not in INDEX_EXTRAS}
-        out["reindex_reason"] = index.get("reindex_reason")
-    elif crawl is not None:
-        out |= {k: crawl[k] for k in ("crawled", "errors", "skipped")}
-    if crawl is not None:
-        review = crawl.get("pages_to_review") or {}
-        out["skipped_pages"] = _first(review.get("skipped"))
-        out["warnings"] = list(crawl.get("warnings") or [])
-        out["error_pages"] = _first(review.get("errors"))
-        out["flagged_pages"] = _first(review.get("flagged"))
-    checked = _events(instance, run_id, dg.DagsterEventType.ASSET_CHECK_EVALUATION)
-    evaluations = [e.asset_check_evaluation_data for e in checked]
-    out["checks"] = [
-        {"name": e.check_name, "severity": e.severity.value, "passed": e.passed, "description": e.description}
-        for e in evaluations
-        if not e.passed
-    ]
-    blocked = [e for e in evaluations if e.blocking and not e.passed and e.severity == dg.AssetCheckSeverity.ERROR]
-    if blocked and index is None:
-        message = "; ".join(f"{e.check_name}: {e.description or 'failed'}" for e in blocked)
-        return {**out, "status": "blocked", "message": message}
-    if run.status != dg.DagsterRunStatus.SUCCESS:
-        return {**out, "status": "failure", "message": _failure(instance, run_id) or f"run {run.status.value}"}
-    return {**out, "status": "success"}
-
-
-def _first(pages: dict[str, str] | None) -> dict[str, str]:
-    return dict(sorted((pages or {}).items())[:SHOWN_ERRORS])
-
-
-def _events(instance: dg.DagsterInstance, run_id: str, kind: dg.DagsterEventType) -> list[dg.DagsterEvent]:
-    records = instance.get_records_for_run(run_id, of_type=kind).records
-    return [r.event_log_entry.dagster_event for r in records if r.event_log_entry.dagster_event]
-
-
-def _materialized(instance: dg.DagsterInstance, run_id: str) -> dict[str, dict[str, Any]]:
-    """Asset -> its materialization's metadata values, for the assets this run materialized."""
-    out = {}
-    for r in instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION).records:
-        m = r.event_log_entry.asset_materialization
-        if m is not None:
-            out[m.asset_key.to_user_string()] = {k: v.value for k, v in m.metadata.items()}
-    return out
-
-
-def _failure(instance: dg.DagsterInstance, run_id: str) -> str:
-    """Why the run failed, in its own words: the user errors of the failed steps (the cause,
-    not Dagster's "Error occurred while executing op" wrapper), else the innermost cause of
-    the run's failure (a resource that did not start, a Celery worker lost, a broker that
-    refused: Dagster's message says only "An exception was thrown during execution"), else
-    the run's own failure message (a killed run, say)."""
-    steps = [
-        f"{e.step_key}: {_cause(e.step_failure_data.error)}"
-        for e in _events(instance, run_id, dg.DagsterEventType.STEP_FAILURE)
-        if e.step_failure_data.error
-    ]
-    if steps:
-        return "; ".join(steps)
-    failures = _events(instance, run_id, dg.DagsterEventType.RUN_FAILURE)
-    # A run failed from outside (a dead run's reaper, run monitoring) has no error record.
-    errors = [getattr(e.event_specific_data, "error", None) for e in failures]
-    causes = [_cause(error) for error in errors if error is not None]
-    return "; ".join(causes or [(e.message or "").strip() for e in failures]).strip()
-
-
-def _cause(error: SerializableErrorInfo) -> str:
-    """The innermost exception of a chain, as `ClassName: message` (no module path)."""
-    while error.cause is not None:
-        error = error.cause
-    return re.sub(r"^[\w.]+\.(\w+: )", r"\1", error.message.strip())

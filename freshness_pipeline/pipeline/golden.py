@@ -90,11 +90,13 @@ def evaluate(
     *,
     ns: str | None = None,
     current: Callable[[Collection[str]], dict[str, str]] | None = None,
+    run_id: str | None = None,
 ) -> GoldenRun:
     """Run the golden set against `ns` (default: the active index version). Reads only:
     safe to call on a re-indexed namespace before the commit makes it active. `current`
     gives the current sections' content hashes of some pages (a run's staged sections);
-    without it a page changed since it was indexed is segmented again to tell."""
+    without it a page changed since it was indexed is segmented again to tell. The live
+    pages are the committed ones, or with `run_id` what that run's crawl saw over them."""
     state = ctx.store.sources.get(ctx.name)
     active = namespace(ctx.name, state.active_version if state else 1)
     ns = ns or active
@@ -107,7 +109,8 @@ def evaluate(
         [f.hit for f in ranked(ctx.vectors, ns, c.query, v.tolist(), DEPTH)]
         for c, v in zip(cases, vectors, strict=True)
     ]
-    stale = stale_ids(ctx, [h for hits in results for h in hits[:TOP]], manifest_is_index=ns == active, current=current)
+    top = [h for hits in results for h in hits[:TOP]]
+    stale = stale_ids(ctx, top, manifest_is_index=ns == active, current=current, run_id=run_id)
     for case, hits in zip(cases, results, strict=True):
         match = _matcher(ctx, case.expect)
         run.ranks.append(next((i for i, h in enumerate(hits, 1) if match(h)), None))
@@ -124,6 +127,7 @@ def stale_ids(
     *,
     manifest_is_index: bool = True,
     current: Callable[[Collection[str]], dict[str, str]] | None = None,
+    run_id: str | None = None,
 ) -> set[str]:
     """Records whose stored text is not what the live page has now: the page is gone, or
     its current section under that id has another content hash. When the hits come from
@@ -132,7 +136,7 @@ def stale_ids(
     `current` gives the current sections of the others (else they are segmented again)."""
     state = ctx.store.sources.get(ctx.name)
     blocks = list(state.template_blocks) if state else []
-    pages = ctx.store.pages.load(ctx.name, with_markdown=False)
+    pages = ctx.store.pages.load(ctx.name, with_markdown=False, run_id=run_id)
     by_url: dict[str, list[Hit]] = {}
     for h in hits:
         by_url.setdefault(h.metadata["url"], []).append(h)
@@ -146,18 +150,20 @@ def stale_ids(
         sig = page_signature(page.text_hash, page.title, template_hash(blocks), ctx.versions)
         if not (manifest_is_index and sig == page.indexed_signature):
             todo.append(url)
-    live = current(todo) if current is not None else _segmented(ctx, todo, pages, blocks)
+    live = current(todo) if current is not None else _segmented(ctx, todo, pages, blocks, run_id)
     for url in todo:
         stale.update(h.id for h in by_url[url] if live.get(h.id) != h.metadata.get("content_hash"))
     return stale
 
 
-def _segmented(ctx: SourceContext, urls: list[str], pages: dict[str, PageRow], blocks: list[str]) -> dict[str, str]:
+def _segmented(
+    ctx: SourceContext, urls: list[str], pages: dict[str, PageRow], blocks: list[str], run_id: str | None
+) -> dict[str, str]:
     """Record id -> content hash of these pages' sections, segmented again."""
     out: dict[str, str] = {}
     for url in urls:
         page = pages[url]
-        md = ctx.store.pages.markdown(ctx.name, [url]).get(url, "")
+        md = ctx.store.pages.markdown(ctx.name, [url], run_id=run_id).get(url, "")
         _, sections = segment_one(SegmentJob(url, md, page.page_date, page.title, frozenset(blocks), ctx.tokenizer))
         if isinstance(sections, list):
             out.update((s.id, s.content_hash) for s in sections)

@@ -283,7 +283,7 @@ def test_the_bounds_reject_nonsense_at_load_time(tmp_path: Path, section: str, s
     path = tmp_path / "sources.yaml"
     entry = {"name": "d", "sitemap": "http://127.0.0.1/sitemap.xml", section: {setting: value}}
     path.write_text(yaml.safe_dump({"sources": [entry]}))
-    with pytest.raises(ConfigError, match=rf"sources\.0\.{section}\.{setting}"):
+    with pytest.raises(ConfigError, match=rf"source 'd': {section}\.{setting}: "):
         load_settings(path)
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.questions import Question, questions
 from freshness_pipeline.adapters.embedders import make_embedder
 from freshness_pipeline.config import load_settings
 from freshness_pipeline.core.versions import namespace
@@ -19,7 +20,6 @@ from freshness_pipeline.pipeline.search import MODES, ranked
 from freshness_pipeline_tests.pipeline.driver import Freshness
 
 from .corpora import build_noise, first_seen, load_revisions
-from .questions import Question, questions
 
 pytestmark = pytest.mark.corpus
 SETTINGS = {"noise": {"fuzzy_threshold": 0}, "checks": {"spike_min_share": 1.0}}  # as the replay: exact

@@ -31,7 +31,7 @@ SHIPPED = Path(__file__).resolve().parents[2] / "dagster_home" / "dagster.yaml"
 
 
 def freshness(
-    home: Path, sources: Path, *args: str, crash: str | None = None, launch: str = "code-location"
+    home: Path, sources: Path, *args: str, crash: str | None = None, launch: str = "launch"
 ) -> subprocess.CompletedProcess:
     """The CLI in a child process; `launch` is how it runs the refresh (runner.LAUNCH_ENV)."""
     env = {k: v for k, v in os.environ.items() if k != CRASH_ENV}
@@ -45,7 +45,7 @@ def freshness(
     )
 
 
-@pytest.fixture(params=["code-location", "in-process"])
+@pytest.fixture(params=["launch", "in-process"])
 def killed(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A home with the shipped dagster.yaml and a refresh SIGKILLed at its first upsert: the
     run worker of a code-location launch, or the CLI process running the job in-process."""

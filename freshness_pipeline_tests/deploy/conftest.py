@@ -114,7 +114,7 @@ def deployment_env(tmp: Path, dagster_db: str, state_db: str, broker: dict[str, 
         "FRESHNESS_SOURCES": str(sources),
         "FRESHNESS_EXECUTOR": "celery",
         "FRESHNESS_IO_DIR": str(tmp / "shared-io"),  # every worker reads it (one machine here)
-        "FRESHNESS_LAUNCH": "code-location",
+        "FRESHNESS_LAUNCH": "launch",
     }
 
 

@@ -86,7 +86,7 @@ def test_golden_set_on_the_local_model(dagster_home: Path, tmp_path: Path, capsy
         ctx = SourceContext.open(settings, "demo")
         try:
             crawl(ctx, run_id="v2-crawl")  # the site moved on; the index still holds v1
-            between = evaluate(ctx, cases)
+            between = evaluate(ctx, cases, run_id="v2-crawl")  # judged against what that crawl saw
             assert between.namespace == namespace("demo", 1)
             # RETRY: its top answer's text changed on the site (no gone page in its top 5);
             # TWO_FACTOR and SHARED_LINK: their top 5 hold sections of the gone legacy-api
