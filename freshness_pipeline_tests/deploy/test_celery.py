@@ -59,10 +59,8 @@ def test_three_sources_refresh_at_once_through_two_celery_workers(
         env = deployment_env(tmp_path, dagster_db, state_db, broker, sources)
 
         workers = {"general": "dagster", "embed": "embeddings"}
-        procs = [start_worker(env, n, (q,), tmp_path / f"{n}.log") for n, q in workers.items()]
-        for proc in procs:
-            stack.callback(stop_worker, proc)
-        for n in workers:
+        for n, q in workers.items():  # one after the other: the first creates Dagster's tables
+            stack.callback(stop_worker, start_worker(env, n, (q,), tmp_path / f"{n}.log"))
             wait_ready(tmp_path / f"{n}.log", n)
 
         runs = [

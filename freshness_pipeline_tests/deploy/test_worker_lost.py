@@ -72,10 +72,10 @@ def test_a_worker_killed_mid_step_hands_the_step_to_the_other(
 
         # Two workers on both queues: either may take vector_index, the other takes it over.
         names = ("one", "two")
-        workers = {n: start_worker(env, n, ("dagster", "embeddings"), tmp_path / f"{n}.log") for n in names}
-        for proc in workers.values():
-            stack.callback(stop_worker, proc)
-        for n in names:
+        workers = {}
+        for n in names:  # one after the other: the first creates Dagster's tables
+            workers[n] = start_worker(env, n, ("dagster", "embeddings"), tmp_path / f"{n}.log")
+            stack.callback(stop_worker, workers[n])
             wait_ready(tmp_path / f"{n}.log", n)
 
         run = _run(env)
