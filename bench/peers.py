@@ -25,11 +25,8 @@ data and tiktoken ranks in the wheel (`_static/`), so nothing is downloaded.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
-import io
 import json
-import os
 import sys
 import tempfile
 import time
@@ -41,6 +38,7 @@ from typing import Any
 import httpx
 from lxml import etree
 
+from bench.cli import freshness
 from bench.corpora import CORPORA, build_noise, corpora_root, first_seen, load_revisions
 from freshness_pipeline.adapters.embedders.tokenizer import TokenizerSpec, tokenizer_for
 from freshness_pipeline.config import ChunkPolicy, EmbedderConfig
@@ -186,15 +184,7 @@ class OursPeer:
         self.tally = Tally()
 
     def _cli(self, *args: str) -> str:
-        from freshness_pipeline.cli import main
-
-        os.environ["DAGSTER_HOME"] = str(self.home)
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            code = main(["--sources", str(self.sources), *args])
-        if code != 0:
-            raise RuntimeError(f"freshness {' '.join(args)} exited {code}: {out.getvalue()[-2000:]}")
-        return out.getvalue()
+        return freshness(self.home, self.sources, *args)
 
     def step(self, pages: dict[str, str]) -> None:
         from sqlalchemy import select

@@ -28,8 +28,6 @@ full one's records, and exits 1 (after the table) when it does not give the same
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
 import os
 import subprocess
@@ -41,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.cli import freshness
 from bench.questions import Question, questions
 
 DEPTH = 10  # results read per question (MRR looks this far)
@@ -78,15 +77,7 @@ class Home:
         self.sources.write_text(json.dumps({"sources": [source], "embedder": embedder}))
 
     def cli(self, *args: str) -> str:
-        from freshness_pipeline.cli import main
-
-        os.environ["DAGSTER_HOME"] = str(self.home)
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            code = main(["--sources", str(self.sources), *args])
-        if code != 0:
-            raise RuntimeError(f"freshness {' '.join(args)} exited {code}: {out.getvalue()[-2000:]}")
-        return out.getvalue()
+        return freshness(self.home, self.sources, *args)
 
     def run(self) -> None:
         counts = json.loads(self.cli("run", "--json").strip().splitlines()[-1])

@@ -69,15 +69,21 @@ class Pages:
     def save(self, rows: Iterable[PageRow]) -> None:
         """Upsert page rows. A row whose `markdown` is None (loaded without it) keeps the
         stored text: only fetched content ever replaces it."""
-        with_text: list[dict[str, Any]] = []
-        without_text: list[dict[str, Any]] = []
-        for r in rows:
-            d = {name: getattr(r, name) for name in _PAGE_FIELDS}  # asdict's deep copy is slow
-            if d["markdown"] is None:
-                del d["markdown"]
-                without_text.append(d)
-            else:
-                with_text.append(d)
+        records = ({name: getattr(r, name) for name in _PAGE_FIELDS} for r in rows)  # asdict's deep copy is slow
         with self.engine.begin() as conn:
-            for dicts in (with_text, without_text):
+            for dicts in split_by_text(records):
                 upsert_rows(conn, schema.pages, dicts, ["source", "url"])
+
+
+def split_by_text(rows: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Page rows with a `markdown`, and those without one, the key dropped: an upsert of the
+    second kind keeps the stored text (only fetched content ever replaces it)."""
+    with_text: list[dict[str, Any]] = []
+    without_text: list[dict[str, Any]] = []
+    for d in rows:
+        if d["markdown"] is None:
+            del d["markdown"]
+            without_text.append(d)
+        else:
+            with_text.append(d)
+    return with_text, without_text

@@ -21,6 +21,7 @@ from ...core.models import Section
 from ...core.state import ChangeEvent, PageRow
 from . import schema
 from .dialect import chunks, insert_ignore_rows, upsert_rows, upsert_select
+from .pages import split_by_text
 from .section_rows import _unsigned, section_fields
 
 BATCH = 1000  # rows per read and per write
@@ -167,18 +168,11 @@ class Staging:
     def save_page_rows(self, source: str, run_id: str, rows: Iterable[PageRow]) -> None:
         """Stage the crawl's page rows (upserted: a page saved again replaces its row). A
         row whose `markdown` is None keeps the text staged before, else the committed one."""
-        with_text: list[dict[str, Any]] = []
-        without_text: list[dict[str, Any]] = []
-        for r in rows:
-            d = {"run_id": run_id, **{n: getattr(r, n) for n in _STAGED_PAGE_FIELDS}}
-            d["source"] = source
-            if d["markdown"] is None:
-                del d["markdown"]
-                without_text.append(d)
-            else:
-                with_text.append(d)
+        records = (
+            {"run_id": run_id, **{n: getattr(r, n) for n in _STAGED_PAGE_FIELDS}, "source": source} for r in rows
+        )
         with self.engine.begin() as conn:
-            for dicts in (with_text, without_text):
+            for dicts in split_by_text(records):
                 for i in range(0, len(dicts), BATCH):
                     upsert_rows(conn, schema.staged_page_rows, dicts[i : i + BATCH], ["source", "run_id", "url"])
 
