@@ -99,12 +99,14 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.sites.split(","):
         with _site(name, args.pages) as site, tempfile.TemporaryDirectory(prefix="freshness-overhead-") as tmp:
             env = _home(Path(tmp), site, args.embedder)
-            _bench_site(site, env, args)
+            # The older code gets a home of its own: its state schema may be older than this one.
+            base = _home(Path(tmp) / "baseline", site, args.embedder) if args.baseline else {}
+            _bench_site(site, env, base, args)
     print(f"uptime: {_uptime()}", flush=True)
     return 0
 
 
-def _bench_site(site: Site, env: dict[str, str], args: argparse.Namespace) -> None:
+def _bench_site(site: Site, env: dict[str, str], base: dict[str, str], args: argparse.Namespace) -> None:
     commands = args.commands.split(",")
     cases: list[tuple[str, list[str], dict[str, str]]] = []
     for _ in range(args.pairs if "run" in commands else 0):
@@ -114,9 +116,10 @@ def _bench_site(site: Site, env: dict[str, str], args: argparse.Namespace) -> No
     cases += [("search (cold)", ["search", QUERY], {})] if "search" in commands else []
     variants: list[tuple[str, dict[str, str]]] = [("", {})]
     if args.baseline:
-        variants.append((" [baseline]", {"PYTHONPATH": str(args.baseline.resolve())}))
+        variants.append((" [baseline]", base | {"PYTHONPATH": str(args.baseline.resolve())}))
     cases = [(label + tag, cmd, extra | more) for label, cmd, extra in cases for tag, more in variants]
-    cases.insert(0, ("first run (launched)", ["run", "--json"], {}))  # the current code only
+    first = [("first run (launched)" + tag, ["run", "--json"], more) for tag, more in variants]
+    cases = first + cases
     for i, (label, cmd, extra) in enumerate(cases):
         slug = "".join(c if c.isalnum() else "-" for c in label).strip("-")
         out = args.profile / f"{site.name}-{i:02d}-{slug}.txt" if args.profile else None
