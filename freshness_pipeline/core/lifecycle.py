@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Iterable, Mapping, Set
+from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass, field, replace
 
 from .models import FetchResult, Outcome, PageText
@@ -140,18 +140,15 @@ def hold_mass_redirects(results: list[FetchResult], policy: LifecyclePolicy) -> 
     held = {t: n for t, n in targets.items() if n >= 2 and n > limit * fetched}
     if not held:
         return results
-    out = []
-    for r in results:
-        n = held.get(r.final_url or "") if r.outcome is not Outcome.ERROR else None
-        if n:
-            why = (
-                f"held: {n} of {fetched} pages fetched this run redirect to {r.final_url} (over "
-                f"fetch.max_redirect_share {limit:.0%}); treated as an outage (a maintenance page?), "
-                "nothing moved or changed, fetched again next run"
-            )
-            r = FetchResult(r.url, Outcome.ERROR, status_code=r.status_code, reason=why, fetched_at=r.fetched_at)
-        out.append(r)
-    return out
+    return _held_as_errors(
+        results,
+        lambda r: held.get(r.final_url or "") if r.outcome is not Outcome.ERROR else None,
+        lambda r, n: (
+            f"held: {n} of {fetched} pages fetched this run redirect to {r.final_url} (over "
+            f"fetch.max_redirect_share {limit:.0%}); treated as an outage (a maintenance page?), "
+            "nothing moved or changed, fetched again next run"
+        ),
+    )
 
 
 def hold_mass_identical(
@@ -169,16 +166,28 @@ def hold_mass_identical(
     held = {shape: n for shape, n in had.items() if n >= 2 and n > limit * fetched}
     if not held:
         return results
+    return _held_as_errors(
+        results,
+        lambda r: held.get(turned.get(r.url, "")) if r.outcome is Outcome.OK else None,
+        lambda r, n: (
+            f"held: {n} of {fetched} pages fetched this run turned into one same text (over "
+            f"fetch.max_identical_share {limit:.0%}); treated as an outage (a maintenance page?), "
+            "its last text kept, fetched again next run"
+        ),
+    )
+
+
+def _held_as_errors(
+    results: list[FetchResult],
+    share_of: Callable[[FetchResult], int | None],
+    why: Callable[[FetchResult, int], str],
+) -> list[FetchResult]:
+    """`results` with each one that `share_of` counts in an over-shared group turned into an
+    ERROR saying `why` (an error keeps the page's last text)."""
     out = []
     for r in results:
-        n = held.get(turned.get(r.url, "")) if r.outcome is Outcome.OK else None
-        if n:
-            why = (
-                f"held: {n} of {fetched} pages fetched this run turned into one same text (over "
-                f"fetch.max_identical_share {limit:.0%}); treated as an outage (a maintenance page?), "
-                "its last text kept, fetched again next run"
-            )
-            r = FetchResult(r.url, Outcome.ERROR, status_code=r.status_code, reason=why, fetched_at=r.fetched_at)
+        if n := share_of(r):
+            r = FetchResult(r.url, Outcome.ERROR, status_code=r.status_code, reason=why(r, n), fetched_at=r.fetched_at)
         out.append(r)
     return out
 
