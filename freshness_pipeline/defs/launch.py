@@ -1,26 +1,31 @@
-"""`dagster job launch`, started before the calling process imports Dagster.
+"""`dagster job launch` and its code server, started before the calling process imports Dagster.
 
-A launched refresh waits on three process starts in a row: the launcher, the code server
-it starts, the run worker that server spawns. The `freshness run` that launches also
-imports Dagster (to reap dead runs, add the source's partition, then wait), which used to
-come first. Here the launcher starts at once, imports Dagster beside the caller, and then
-waits on its stdin for the caller's go (given once the partitions exist and dead runs are
-reaped, so a new source's run never starts before its partition); a caller that stops
-before its go closes the launcher's stdin and nothing is launched. No Dagster import in
-this module: that is its point.
+A launched refresh needs three processes besides the caller: the code server, which loads
+the code location; the launcher, which creates the run through it; the run worker, which
+the code server spawns. Left to itself, `dagster job launch` starts its own code server and
+waits for it to load, so the three start one after the other. Here the code server
+(`dagster api grpc` on a socket of this command's) and the launchers start at once, side by
+side with the caller's own imports; each launcher then waits on its stdin for the caller's
+go, given once the partitions exist, dead runs are reaped and the code server serves (so a
+new source's run never starts before its partition). A caller that stops before its go
+closes the launcher's stdin and nothing is launched. The code server lives as long as the
+command: stopped once its runs' workers exited, and with Dagster's heartbeat timeout as the
+backstop for a command that was killed. No Dagster import in this module: that is its point.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -31,9 +36,12 @@ EXECUTOR_ENV = "FRESHNESS_EXECUTOR"  # executors.py's setting, read here without
 LOCATION = "freshness_pipeline"
 JOB = "refresh"
 PARTITION_TAG = "dagster/partition"
-MODULE = {"module_name": "freshness_pipeline.defs.definitions", "attribute": "defs", "location_name": LOCATION}
-WORKSPACE = {"load_from": [{"python_module": MODULE}]}
+DEFINITIONS = ("freshness_pipeline.defs.definitions", "defs")
 STDERR_FD = 2
+SERVER_READY_S = 300.0  # the code server's load, on a busy host
+# Without the heartbeat of a workspace that manages it, the code server shuts down this long
+# after it started, once its runs ended: a backstop for a command killed before it stopped it.
+SERVER_HEARTBEAT_S = 900
 GO = "go"
 # `python -m dagster`, once the caller says go; Dagster's imports are made before.
 GATED = (
@@ -64,14 +72,57 @@ def run_config(log_level: str) -> dict[str, Any]:
 
 
 @dataclass(slots=True)
+class CodeServer:
+    """`dagster api grpc` serving the code location on a Unix socket, for this command's launches."""
+
+    socket: Path
+    proc: subprocess.Popen[bytes]
+    log: IO[str]
+    running: set[str] = field(default_factory=set)  # runs told to go whose worker may still run
+
+    def wait_ready(self, timeout: float = SERVER_READY_S) -> None:
+        """Until it serves (it binds its socket once the code location loaded); a server that
+        exits first, or never serves, is a LaunchError with its output."""
+        deadline = time.monotonic() + timeout
+        while self.proc.poll() is None and time.monotonic() < deadline:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+                try:
+                    probe.connect(str(self.socket))
+                    return
+                except OSError:
+                    time.sleep(0.05)
+        self.log.seek(0)
+        tail = self.log.read()[-3000:].strip() or f"exit code {self.proc.returncode}"
+        raise LaunchError(f"the code server for {LOCATION} did not start: {tail}")
+
+    def stop(self) -> None:
+        """Killed once every run it spawned ended and its worker exited (it holds nothing
+        else; a graceful stop takes over a second); otherwise stopped gracefully."""
+        if self.proc.poll() is None:
+            if self.running:
+                self.proc.terminate()
+            else:
+                self.proc.kill()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@dataclass(slots=True)
 class Launcher:
     """A `dagster job launch` of one run: started, waiting for its go until `go()`."""
 
     run_id: str
     proc: subprocess.Popen[bytes]
     log: IO[str]
+    server: CodeServer
 
     def go(self) -> None:
+        """Once the code server serves: raises LaunchError if it did not start."""
+        self.server.wait_ready()
+        self.server.running.add(self.run_id)
         if self.proc.stdin is not None and not self.proc.stdin.closed:
             try:
                 self.proc.stdin.write(f"{GO}\n".encode())
@@ -79,9 +130,12 @@ class Launcher:
             except BrokenPipeError:  # it died: the caller's wait reports its log
                 pass
 
+    def ended(self) -> None:
+        """The run ended and its worker exited."""
+        self.server.running.discard(self.run_id)
+
     def stop(self) -> None:
-        """Without its go it exits at once; launched, its code server shuts down once the
-        run ended: give it a minute."""
+        """Without its go it exits at once; launched, once the run is submitted."""
         if self.proc.stdin is not None and not self.proc.stdin.closed:
             self.proc.stdin.close()
         try:
@@ -93,26 +147,49 @@ class Launcher:
 
 @contextmanager
 def launchers(sources: list[str], tags: dict[str, str], log_level: str) -> Iterator[dict[str, Launcher]]:
-    """One gated launcher per source (`tags` plus the source's partition); stopped on the
-    way out."""
+    """The code server and one gated launcher per source (`tags` plus the source's
+    partition); stopped on the way out, the launchers first."""
     verbose = log_level in ("DEBUG", "INFO")
     config = json.dumps(run_config(log_level))
-    with tempfile.TemporaryDirectory(prefix="freshness-launch-") as tmp, ExitStack() as stack:
-        workspace = Path(tmp) / "workspace.yaml"
-        workspace.write_text(yaml.safe_dump(WORKSPACE))
-        out: dict[str, Launcher] = {}
-        for i, source in enumerate(dict.fromkeys(sources)):
-            run_id = str(uuid.uuid4())
-            cmd = [sys.executable, "-c", GATED, "job", "launch", "-w", str(workspace), "-l", LOCATION, "-j", JOB]
-            cmd += ["--run-id", run_id, "--tags", json.dumps({**tags, PARTITION_TAG: source}), "--config-json", config]
-            log = stack.enter_context(open(Path(tmp) / f"launch-{i}.log", "w+"))  # noqa: SIM115 - closed by the stack
-            # Verbose: Dagster's lines (the launcher's, its code server's) on this process's
-            # stderr, so that stdout holds only the summary (`--json` stays parseable).
-            where = STDERR_FD if verbose else log
-            try:
-                proc = subprocess.Popen(cmd, stdout=where, stderr=where, stdin=subprocess.PIPE)
-            except OSError as exc:
-                raise LaunchError(f"dagster job launch did not start: {exc}") from exc
-            out[source] = Launcher(run_id, proc, log)
-            stack.callback(out[source].stop)
-        yield out
+    # A short folder: a Unix socket's path has a limit of about 100 bytes.
+    with tempfile.TemporaryDirectory(prefix="fresh-", dir="/tmp" if os.name == "posix" else None) as tmp:
+        with ExitStack() as stack:
+            folder = Path(tmp)
+
+            def output(name: str) -> tuple[IO[str], IO[str] | int]:
+                log = stack.enter_context(open(folder / name, "w+"))  # noqa: SIM115 - closed by the stack
+                # Verbose: Dagster's lines on this process's stderr, so that stdout holds only
+                # the summary (`--json` stays parseable).
+                return log, STDERR_FD if verbose else log
+
+            server = _start_server(folder, output("server.log"))
+            stack.callback(server.stop)
+            workspace = folder / "workspace.yaml"
+            grpc_server = {"socket": str(server.socket), "location_name": LOCATION}
+            workspace.write_text(yaml.safe_dump({"load_from": [{"grpc_server": grpc_server}]}))
+            out: dict[str, Launcher] = {}
+            for i, source in enumerate(dict.fromkeys(sources)):
+                run_id = str(uuid.uuid4())
+                cmd = [sys.executable, "-c", GATED, "job", "launch", "-w", str(workspace), "-l", LOCATION, "-j", JOB]
+                cmd += ["--run-id", run_id, "--tags", json.dumps({**tags, PARTITION_TAG: source})]
+                cmd += ["--config-json", config]
+                log, where = output(f"launch-{i}.log")
+                out[source] = Launcher(run_id, _popen("dagster job launch", cmd, where, stdin=True), log, server)
+                stack.callback(out[source].stop)
+            yield out
+
+
+def _start_server(folder: Path, output: tuple[IO[str], IO[str] | int]) -> CodeServer:
+    sock = folder / "grpc.sock"
+    module, attribute = DEFINITIONS
+    cmd = [sys.executable, "-m", "dagster", "api", "grpc", "--socket", str(sock), "-m", module, "-a", attribute]
+    cmd += ["--location-name", LOCATION, "--heartbeat", "--heartbeat-timeout", str(SERVER_HEARTBEAT_S)]
+    log, where = output
+    return CodeServer(sock, _popen("dagster api grpc", cmd, where, stdin=False), log)
+
+
+def _popen(what: str, cmd: list[str], where: IO[str] | int, *, stdin: bool) -> subprocess.Popen[bytes]:
+    try:
+        return subprocess.Popen(cmd, stdout=where, stderr=where, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL)
+    except OSError as exc:
+        raise LaunchError(f"{what} did not start: {exc}") from exc

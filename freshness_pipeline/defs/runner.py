@@ -6,9 +6,9 @@ it appears on the `refresh` job's page, can be re-executed from the UI, and goes
 instance's run coordinator: queued while a daemon dequeues, launched at once when none runs
 (`coordinator.py`). This process waits for the run and reads what it did from the instance.
 
-A launch costs process starts: the launcher (`launch.py`, started before this process
-imports Dagster), its code server and the run worker, the last two each loading the code
-location (`make bench-overhead` measures them). `FRESHNESS_LAUNCH=in-process` (or
+A launch costs process starts: the code server and the launcher (`launch.py`, both started
+before this process imports Dagster) and the run worker, the code server and the run worker
+each loading the code location (`make bench-overhead` measures them). `FRESHNESS_LAUNCH=in-process` (or
 `in_process=True`) runs the job inside this process instead, as a run without a code
 location origin: the test suite does so for speed, and tests the launch path on its own.
 """
@@ -101,8 +101,13 @@ def run_refreshes(
                 )
                 yield source, summarize(instance, result.run_id)
             return
-        for launcher in gated.values():  # the partitions exist, dead runs are reaped: go
-            launcher.go()
+        try:
+            for launcher in gated.values():  # the partitions exist, dead runs are reaped: go
+                launcher.go()
+        except LaunchError as exc:  # the code server did not start: no run was launched
+            for source in sources:
+                yield source, {"run_id": None, "status": "failure", "message": str(exc), "checks": []}
+            return
         for source in sources:
             try:
                 run_id = _finish(instance, gated[source])
@@ -116,18 +121,19 @@ def _finish(instance: dg.DagsterInstance, launcher: Launcher) -> str:
     """Wait until the launched run ended and its worker exited; its id."""
     _wait(instance, launcher.run_id, launcher.proc, launcher.log)
     launcher.stop()
-    # The run worker exits about a second after its run ended. Returning before it did, a
-    # caller that then removes the home or the database (a test's teardown, a CI job) left
-    # the code server's cleanup thread failing on the missing instance, and the server
-    # running forever (~270 MB).
-    if not wait_for_run_worker(instance, launcher.run_id, WORKER_EXIT_S):
+    # The run worker exits about a second after its run ended. The code server is stopped
+    # only after that (`launch.py`): stopped earlier, or left running while a caller removes
+    # the home (a test's teardown, a CI job), its cleanup thread fails on the missing instance.
+    if wait_for_run_worker(instance, launcher.run_id, WORKER_EXIT_S):
+        launcher.ended()
+    else:
         logger.warning(f"run {launcher.run_id} ended, but its process still runs after {WORKER_EXIT_S:.0f} s")
     return launcher.run_id
 
 
 def _wait(instance: dg.DagsterInstance, run_id: str, proc: subprocess.Popen, log: IO[str]) -> None:
-    """Until the run ends. The launcher may exit early (queued) or late (its code server
-    lingers until the run it started ends); a launcher that fails before the run exists fails;
+    """Until the run ends. The launcher exits once it submitted the run (queued or launched);
+    a launcher that fails before the run exists fails;
     a run whose worker died is failed (`liveness.py`), which ends the wait."""
     cursor = None
     for polls in itertools.count():

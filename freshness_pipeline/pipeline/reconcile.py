@@ -11,7 +11,8 @@ without the lock (reads need no write access).
 
 A clean comparison is remembered (`<DAGSTER_HOME>/reconciled/<source>.json`): the manifest's
 digest and the store's `snapshot` of the namespace. While both are unchanged the result is
-too, so a quiet run that wrote nothing neither opens nor reads the vector store.
+too, so a quiet run that wrote nothing neither opens nor reads the vector store, and
+neither does a `freshness status` after a run whose check found the committed index clean.
 """
 
 from __future__ import annotations
@@ -104,7 +105,10 @@ def compare(ctx: SourceContext, state: SourceState | None, *, committed: bool = 
     report.missing.sort()  # the database's order may be its collation's
     report.mismatched.sort()
     if report.clean and seen["store"] is not None:
-        _remember(ctx.name, key, seen)
+        # Compared right after a commit (the `reconcile_clean` check), what committed readers
+        # see is the same: `freshness status` then need not open the store either.
+        also = [] if committed or not ctx.vectors.committed_is_current(report.namespace) else [f"{key} committed"]
+        _remember(ctx.name, [key, *also], seen)
     return report
 
 
@@ -128,13 +132,13 @@ def _remembered(source: str) -> dict[str, dict[str, str | None]]:
         return {}  # none yet, or unreadable: compare in full
 
 
-def _remember(source: str, key: str, seen: dict[str, str | None]) -> None:
+def _remember(source: str, keys: list[str], seen: dict[str, str | None]) -> None:
     """Best effort: a read-only home just compares in full every time."""
     path = _memo_file(source)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({**_remembered(source), key: seen}))
+        tmp.write_text(json.dumps(_remembered(source) | dict.fromkeys(keys, seen)))
         tmp.replace(path)
     except OSError:
         pass

@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, inspect, text
 
 from freshness_pipeline.adapters.damage import SchemaOutdated
 from freshness_pipeline.adapters.state import schema
-from freshness_pipeline.adapters.state.migrate import current_revisions, head_revisions, upgrade
+from freshness_pipeline.adapters.state.migrate import alembic_config, current_revisions, head_revisions, upgrade
 from freshness_pipeline.adapters.state.store import StateStore, migrate
 from freshness_pipeline.core.state import SourceState
 
@@ -27,6 +28,21 @@ def test_the_migrations_create_what_schema_py_declares(any_state_url: str) -> No
     engine.dispose()
     assert diffs == []
     assert names == set(schema.metadata.tables) | {"alembic_version"}
+
+
+def test_the_head_constant_is_the_head_of_the_migration_scripts() -> None:
+    """`HEAD` spares every open an Alembic import; a new migration must move it."""
+    assert head_revisions() == frozenset(ScriptDirectory.from_config(alembic_config()).get_heads())
+
+
+def test_the_revision_read_without_alembic_is_alembics(any_state_url: str) -> None:
+    engine = create_engine(any_state_url)
+    assert current_revisions(engine) == frozenset()  # no alembic_version table yet
+    for revision in ("0002", "head"):
+        upgrade(engine, revision)
+        with engine.connect() as conn:
+            assert current_revisions(engine) == frozenset(MigrationContext.configure(conn).get_current_heads())
+    engine.dispose()
 
 
 def test_migrate_creates_the_database_and_then_has_nothing_to_do(any_state_url: str) -> None:

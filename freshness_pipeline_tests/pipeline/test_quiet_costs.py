@@ -1,6 +1,8 @@
 """A quiet run's fixed costs, on a real home: its reconcile check remembers the last clean
-comparison, so a run that wrote nothing never imports LanceDB (3-10 s), and the memory
-never hides drift on either side (a record deleted from the store, a manifest row changed)."""
+comparison, so a run that wrote nothing never imports LanceDB (2-10 s), nor does a
+`freshness status` after a run that wrote (its check compared the committed index), and the
+memory never hides drift on either side (a record deleted from the store, a manifest row
+changed)."""
 
 from __future__ import annotations
 
@@ -46,6 +48,12 @@ def quiet_run(app: Freshness, home: Path) -> dict:
     out = subprocess.run([sys.executable, "-c", QUIET_RUN], capture_output=True, text=True, env=env, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
+STATUS = """
+import json, sys
+from freshness_pipeline.api import open_index
+(row,) = open_index(sys.argv[1], sys.argv[2]).status()
+print(json.dumps({"clean": row["index"]["clean"], "lancedb": "lancedb" in sys.modules}))
+"""
 
 def test_a_quiet_run_does_not_open_the_vector_store(app: Freshness, dagster_home: Path) -> None:
     run = quiet_run(app, dagster_home)
@@ -67,3 +75,19 @@ def test_the_memory_of_a_clean_reconcile_hides_no_drift(app: Freshness, dagster_
         assert reconcile(ctx).mismatched == [second]
     finally:
         ctx.close()
+
+
+def test_status_after_a_run_that_wrote_does_not_open_the_vector_store(app: Freshness, dagster_home: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    cmd = [sys.executable, "-c", STATUS, str(dagster_home), str(app.sources)]
+    status = json.loads(subprocess.run(cmd, capture_output=True, text=True, env=env, check=True).stdout)
+    assert status == {"clean": True, "lancedb": False}  # the fixture's first run wrote 15 sections
+    ctx = SourceContext.open(load_settings(app.sources), "docs")
+    try:  # a write after the commit: what searches see is no longer what the store holds
+        state = ctx.store.sources.get("docs")
+        ctx.vectors.delete(f"docs-v{state.active_version}", sorted(ctx.store.manifest.hashes("docs"))[:1])
+        assert not reconcile(ctx).clean
+    finally:
+        ctx.close()
+    status = json.loads(subprocess.run(cmd, capture_output=True, text=True, env=env, check=True).stdout)
+    assert status == {"clean": True, "lancedb": True}  # compared in full: committed readers still see it all

@@ -75,5 +75,9 @@ class VectorStore(Protocol):
         """What the namespace holds now becomes what `committed` readers see, its full-text
         part included. Idempotent."""
 
+    def committed_is_current(self, namespace: str) -> bool:
+        """Whether `committed` readers see what the namespace holds now (nothing written
+        since `mark_committed`); True where the store keeps no versions."""
+
     def drop_namespace(self, namespace: str) -> None:
         """Remove a namespace and all its records. Idempotent."""

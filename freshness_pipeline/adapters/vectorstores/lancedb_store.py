@@ -193,6 +193,14 @@ class LanceDBStore:
             elif tags[COMMITTED]["version"] != table.version:
                 table.tags.update(COMMITTED, table.version)
 
+    def committed_is_current(self, namespace: str) -> bool:
+        table = self._open(namespace)
+        if table is None:
+            return True
+        with self._damage(namespace):
+            tags = table.tags.list()
+        return COMMITTED in tags and tags[COMMITTED]["version"] == table.version
+
     def _sync_text_index(self, table: LanceTable) -> None:
         """Before a version is tagged: every row has its retrieval text, and the full-text
         index holds exactly the table's rows (a rebuild after any write since it was built)."""

@@ -201,6 +201,9 @@ class PineconeStore:
     def mark_committed(self, namespace: str) -> None:
         return None
 
+    def committed_is_current(self, namespace: str) -> bool:
+        return True
+
     def records(self, namespace: str, *, committed: bool = False) -> Iterator[dict[str, Any]]:
         for vid, meta in self._metadata(namespace):
             yield {"id": vid, **meta}
