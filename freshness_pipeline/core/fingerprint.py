@@ -23,8 +23,6 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-import numpy as np
-
 from .retrieval import code_parts
 
 __all__ = [
@@ -66,6 +64,8 @@ def simhash(text: str) -> int | None:
         hashlib.blake2b(" ".join(words[i : i + _SHINGLE]).encode(), digest_size=_BITS // 8).digest()
         for i in range(len(words) - _SHINGLE + 1)
     )
+    import numpy as np  # here: the settings (and so every command) import this module, few need numpy
+
     bits = np.unpackbits(np.frombuffer(digests, dtype=np.uint8)).reshape(-1, _BITS)
     majority = bits.sum(axis=0) * 2 > len(bits)  # each bit set in most shingle hashes
     return int.from_bytes(np.packbits(majority).tobytes(), "big")

@@ -48,12 +48,14 @@ def quiet_run(app: Freshness, home: Path) -> dict:
     out = subprocess.run([sys.executable, "-c", QUIET_RUN], capture_output=True, text=True, env=env, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
+
 STATUS = """
 import json, sys
 from freshness_pipeline.api import open_index
 (row,) = open_index(sys.argv[1], sys.argv[2]).status()
 print(json.dumps({"clean": row["index"]["clean"], "lancedb": "lancedb" in sys.modules}))
 """
+
 
 def test_a_quiet_run_does_not_open_the_vector_store(app: Freshness, dagster_home: Path) -> None:
     run = quiet_run(app, dagster_home)
