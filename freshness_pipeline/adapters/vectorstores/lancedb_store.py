@@ -40,32 +40,34 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
-import pyarrow as pa
 
 from freshness_pipeline.adapters.damage import REPAIR_INDEX, DamagedState
 from freshness_pipeline.adapters.vectorstores.base import Hit, VectorRecord
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from lancedb.db import LanceDBConnection
     from lancedb.index import IndexConfig
     from lancedb.table import LanceTable
 
-_COLUMNS: dict[str, pa.DataType] = {
-    "url": pa.string(),
-    "key": pa.string(),
-    "heading_path": pa.string(),
-    "content_hash": pa.string(),
-    "text": pa.string(),
-    "source": pa.string(),
-    "chunk_index": pa.int64(),
-    "fetched_at": pa.float64(),
-    "index_version": pa.int64(),
-    "as_of": pa.string(),
-    "title": pa.string(),
-    "retrieval_text": pa.string(),
+# Metadata columns and their Arrow types, by name: pyarrow is imported where a table is
+# written (reading the namespace's files for a `snapshot` needs none of it).
+_COLUMNS: dict[str, str] = {
+    "url": "string",
+    "key": "string",
+    "heading_path": "string",
+    "content_hash": "string",
+    "text": "string",
+    "source": "string",
+    "chunk_index": "int64",
+    "fetched_at": "float64",
+    "index_version": "int64",
+    "as_of": "string",
+    "title": "string",
+    "retrieval_text": "string",
 }
 TEXT_COLUMN = "retrieval_text"
-_SQL_TYPES = {pa.string(): "STRING", pa.int64(): "BIGINT", pa.float64(): "DOUBLE"}
+_SQL_TYPES = {"string": "STRING", "int64": "BIGINT", "float64": "DOUBLE"}
 _META_COLUMNS = ["id", *_COLUMNS, "extra"]
 _UPSERT_BATCH = 20_000
 _DELETE_BATCH = 1_000
@@ -89,11 +91,13 @@ def heading_str(value: Any) -> str | None:
 
 
 def _schema(dim: int) -> pa.Schema:
+    import pyarrow as pa
+
     return pa.schema(
         [
             pa.field("id", pa.string(), nullable=False),
             pa.field("vector", pa.list_(pa.float32(), dim)),
-            *(pa.field(name, type_) for name, type_ in _COLUMNS.items()),
+            *(pa.field(name, getattr(pa, type_)()) for name, type_ in _COLUMNS.items()),
             pa.field("extra", pa.string()),
         ]
     )
@@ -161,7 +165,7 @@ class LanceDBStore:
                 table.checkout(COMMITTED)
             elif not committed and (missing := [n for n in [*_COLUMNS, "extra"] if n not in table.schema.names]):
                 # Written by an older version of this store: the new columns, empty.
-                table.add_columns({n: f"CAST(NULL AS {_SQL_TYPES[_COLUMNS.get(n, pa.string())]})" for n in missing})
+                table.add_columns({n: f"CAST(NULL AS {_SQL_TYPES[_COLUMNS.get(n, 'string')]})" for n in missing})
             return table
 
     @contextmanager
@@ -261,6 +265,8 @@ class LanceDBStore:
             if not rows:
                 continue
             names = ["id", *sorted({k for r in rows for k in r} - {"id"})]
+            import pyarrow as pa
+
             schema = pa.schema([table.schema.field(n) for n in names])
             batch = pa.table({n: [r.get(n) for r in rows] for n in names}, schema=schema)
             table.merge_insert("id").when_matched_update_all().execute(batch)
@@ -398,6 +404,8 @@ def _fill_retrieval_text(table: LanceTable) -> None:
     filled = [
         (r["id"], retrieval_text(tuple((r["heading_path"] or "").split(" > ")), r["text"] or "")) for r in lacking
     ]
+    import pyarrow as pa
+
     for start in range(0, len(filled), _UPSERT_BATCH):
         part = filled[start : start + _UPSERT_BATCH]
         schema = pa.schema([table.schema.field("id"), table.schema.field(TEXT_COLUMN)])
@@ -406,6 +414,8 @@ def _fill_retrieval_text(table: LanceTable) -> None:
 
 
 def _to_arrow(records: Sequence[VectorRecord], schema: pa.Schema, dim: int) -> pa.Table:
+    import pyarrow as pa
+
     vectors = np.asarray([r.vector for r in records], dtype=np.float32)
     if vectors.shape != (len(records), dim):
         raise ValueError(f"every vector in one upsert must have {dim} dimensions")
