@@ -34,8 +34,8 @@ from .run_summary import summarize
 from .tags import run_tags
 
 __all__ = ["LAUNCH_ENV", "LaunchError", "run_refresh", "run_refreshes", "summarize"]
-POLL_S = 0.5
-REAP_EVERY = 10  # polls between two looks for a dead run worker
+POLL_S = 0.2  # a read of the run's row: what a finished run waits for at most before its summary
+REAP_EVERY = 25  # polls between two looks for a dead run worker (5 s)
 WORKER_EXIT_S = 30.0  # how long a finished run's worker may take to exit
 
 logger = logging.getLogger(__name__)
