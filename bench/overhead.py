@@ -6,7 +6,8 @@ or a script runs it: the first `freshness run`, then `--pairs` alternating pairs
 runs (nothing changed), launched into the code location (the default) and in-process
 (`FRESHNESS_LAUNCH=in-process`), then `freshness status` and a cold `freshness search`.
 Each run's line shows its wall time beside its own work (`seconds` of `freshness run
---json`: discovery, fetch, sections, plan, index), the overhead (wall - work) and the ratio.
+--json`: discovery, fetch, sections, plan, index), the overhead (wall - work) and the ratio,
+then where the wall went by the run's record in the instance (`_phases`).
 
 `--baseline DIR` runs every command a second time, alternating, with the package
 `freshness_pipeline` imported from DIR (e.g. `git archive <commit> freshness_pipeline | tar
@@ -123,6 +124,7 @@ def _bench_site(site: Site, env: dict[str, str], base: dict[str, str], args: arg
     for i, (label, cmd, extra) in enumerate(cases):
         slug = "".join(c if c.isalnum() else "-" for c in label).strip("-")
         out = args.profile / f"{site.name}-{i:02d}-{slug}.txt" if args.profile else None
+        started = time.time()
         wall, stdout = _time([*_freshness(), *cmd], {**env, **extra}, out)
         work = _work(stdout) if cmd[0] == "run" else None
         over = f"{wall - work:>7.2f} {wall / work:>6.1f}" if work else f"{'':>7} {'':>6}"
@@ -130,6 +132,9 @@ def _bench_site(site: Site, env: dict[str, str], base: dict[str, str], args: arg
             f"{site.name:<10} {label:<36} {wall:>7.2f} {work or 0.0:>7.2f} {over}  {os.getloadavg()[0]:.1f}",
             flush=True,
         )
+        if cmd[0] == "run":
+            home = (base if "[baseline]" in label else env)["DAGSTER_HOME"]
+            print(f"{'':<10} {'':<36} {_phases(home, stdout, started, started + wall)}", flush=True)
         if out is not None:
             print(f"{'':<10} {'':<36} profile: {_breakdown(out)}", flush=True)
 
@@ -155,6 +160,34 @@ def _work(stdout: str) -> float:
     """The run's own seconds, summed over the sources of `freshness run --json`."""
     rows = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
     return sum(float(r.get("seconds") or 0.0) for r in rows)
+
+
+def _phases(home: str, stdout: str, started: float, ended: float) -> str:
+    """Where a run's wall went, from its record in the instance: until the run existed (the
+    command's imports; launched, also the code server's load and the launcher), until it
+    started (launched: the run worker's start and code-location load), its steps, and after
+    its end (the summary; launched, the run worker's exit)."""
+    import dagster as dg
+
+    run_ids = [json.loads(line)["run_id"] for line in stdout.splitlines() if line.startswith("{")]
+    before = os.environ.get("DAGSTER_HOME")
+    os.environ["DAGSTER_HOME"] = home
+    try:
+        with dg.DagsterInstance.get() as instance:
+            record = instance.get_run_record_by_id(run_ids[-1])
+    finally:
+        if before is None:
+            del os.environ["DAGSTER_HOME"]
+        else:
+            os.environ["DAGSTER_HOME"] = before
+    if record is None or record.start_time is None or record.end_time is None:
+        return "phases: the run's record has no start or end"
+    created = record.create_timestamp.timestamp()
+    steps = record.end_time - record.start_time
+    return (
+        f"phases s: to the run {created - started:.2f}, to its start {record.start_time - created:.2f}, "
+        f"run {steps:.2f}, after its end {ended - record.end_time:.2f}"
+    )
 
 
 def _breakdown(raw: Path) -> str:
