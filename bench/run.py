@@ -1,8 +1,9 @@
 """The 10,000-page benchmark: `python -m bench.run [--pages 10000] [--home DIR] [--profile]
-[--scenarios first,quiet_etag] [--port N] [--launched]`.
+[--scenarios first,quiet_etag] [--port N] [--launched] [--embedder local]`.
 
 Four refreshes of one generated docs site through the real pipeline (`run_refresh`:
-Dagster, SQLite, LanceDB, the hashing embedder), each in a fresh client process so its
+Dagster, SQLite, LanceDB, the hashing embedder or, with `--embedder local`, the shipped
+local model), each in a fresh client process so its
 peak memory is its own, against a server in yet another process. Each refresh runs the
 job in the client process (`FRESHNESS_LAUNCH=in-process`); `--launched` launches it as a
 run of the code location instead, as `freshness run` does (a run worker process, whose
@@ -60,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         help="launch each refresh as a run of the code location, as `freshness run` does (default: in-process, "
         "so the figures are the pipeline's and the peak RSS covers the process doing the work)",
     )
+    p.add_argument("--embedder", default="hashing", choices=("hashing", "local"), help="the embedder of the run")
     p.add_argument("--client", help=argparse.SUPPRESS)  # internal: run one scenario in this process
     args = p.parse_args(argv)
     if args.client:
@@ -79,11 +81,12 @@ def main(argv: list[str] | None = None) -> int:
         json.dumps(
             {
                 "sources": [{"name": SOURCE, "sitemap": f"http://127.0.0.1:{port}/sitemap.xml"}],
-                "embedder": {"provider": "hashing"},
+                "embedder": {"provider": args.embedder},
             }
         )
     )
     mode = "launched as runs of the code location" if args.launched else "in-process"
+    mode += f", {args.embedder} embedder"
     print(f"{args.pages} pages, home {home}, {os.cpu_count()} cores, {mode}; {_calibration()}")
     print(
         f"{'scenario':<12} {'wall s':>8} {'pages/s':>8} {'cpu':>5} {'peak MiB':>9} {'embedded':>9} {'load':>5}  notes",
