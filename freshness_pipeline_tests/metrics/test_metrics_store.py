@@ -12,6 +12,7 @@ from freshness_pipeline.adapters.state.store import StateStore, migrate
 from freshness_pipeline.config import Settings
 from freshness_pipeline.core.state import PageRow
 from freshness_pipeline.pipeline.context import SourceContext
+from freshness_pipeline.pipeline.history import weak_searches
 from freshness_pipeline.pipeline.metrics import measure
 from freshness_pipeline.pipeline.source_status import freshness_status
 
@@ -45,7 +46,13 @@ def test_counters_requests_and_retention(any_state_url: str) -> None:
     )
     assert [q["query"] for q in m.weak_queries()] == ["new"]  # past 90 days: purged
     assert m.cited_keys("docs") == ["k1"]
+    m.record_search(weak={"query": "none", "model": "m", "best_score": None, "best_url": None}, cited=[])
     store.close()
+    # As `freshness weak --json` prints them: missing values are null beside present ones, never NaN.
+    settings = Settings(sources=[{"name": "docs", "sitemap": "http://x.test/sitemap.xml"}], state_url=any_state_url)
+    (none, new) = weak_searches(settings, days=90)
+    assert (none["query"], none["best_score"], none["best_url"]) == ("none", None, None)
+    assert (new["query"], new["best_score"], new["best_url"]) == ("new", 0.2, "u")
 
 
 SECTION = {
