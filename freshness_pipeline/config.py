@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
@@ -32,6 +33,28 @@ DEFAULT_SOURCES = "sources.yaml"
 
 class ConfigError(ValueError):
     """The sources file is missing or invalid; the message names the file and the setting."""
+
+
+# The extras of pyproject.toml that a setting may need, with the modules each installs; the
+# default install (the local model, LanceDB, one machine) has none of them.
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "tiktoken": ("tiktoken", "bpe_openai"),
+    "openai": ("openai", "tiktoken", "bpe_openai"),
+    "pinecone": ("pinecone",),
+    "celery": ("dagster_celery",),
+}
+
+
+def require_extra(extra: str, setting: str = "") -> None:
+    """Raise, naming `setting` and the `pip install` that fixes it, when a module of `extra`
+    is missing (looked up, not imported: the check costs no import). A validator leaves
+    `setting` out: the error's path names it."""
+    missing = [m for m in EXTRAS[extra] if find_spec(m) is None]
+    if missing:
+        raise ValueError(
+            f"{setting + ' ' if setting else ''}needs the [{extra}] extra ({', '.join(missing)} not installed): "
+            f"pip install 'freshness_pipeline[{extra}]'"
+        )
 
 
 def _compiles(pattern: str) -> str:
@@ -275,6 +298,13 @@ class EmbedderConfig(_Strict):
         model_and_dims(self.provider, self.model, self.dimensions)  # an unknown size raises
         return self
 
+    @field_validator("provider")
+    @classmethod
+    def _installed(cls, provider: str) -> str:
+        if provider != "local":  # hashing and openai count in a tiktoken encoding
+            require_extra("openai" if provider == "openai" else "tiktoken")
+        return provider
+
     @model_validator(mode="after")
     def _backend_is_local(self) -> EmbedderConfig:
         if self.backend is not None and self.provider != "local":
@@ -295,6 +325,13 @@ class VectorStoreConfig(_Strict):
     # pinecone: records carry sparse values of their retrieval text, the full-text part of a
     # hybrid search (`core/sparse.py`); the index must use the dotproduct metric. Off: vector only.
     sparse: bool = False
+
+    @field_validator("provider")
+    @classmethod
+    def _installed(cls, provider: str) -> str:
+        if provider == "pinecone":
+            require_extra("pinecone")
+        return provider
 
 
 class Webhook(_Strict):

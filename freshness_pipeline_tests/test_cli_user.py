@@ -254,10 +254,10 @@ def test_search_does_not_load_dagster(dagster_home: Path) -> None:
 
 
 def test_status_loads_neither_pandas_nor_the_crawl(dagster_home: Path) -> None:
-    """A cold `freshness status` pays for what it reads: the state store, not pandas (the
-    history is rows), trafilatura or the worker pool of the crawl. (The first status after a
-    run reads the vector store, which imports pandas through lancedb, to compare it with the
-    manifest; later ones remember that comparison while neither side changed.)"""
+    """A cold `freshness status` pays for what it reads: the state store, not pandas (which
+    pyarrow imports where it is installed), trafilatura or the worker pool of the crawl. (The
+    first status after a run reads the vector store, to compare it with the manifest; later
+    ones remember that comparison while neither side changed.)"""
     with DocsSite() as site:
         path = str(write_sources(dagster_home / "sources.yaml", site.sitemap_url))
         site.publish(generate(2, sections_per_page=2, seed=3).markdown())

@@ -39,6 +39,22 @@ CORE_IO_EXCEPTIONS: Mapping[str, frozenset[str]] = {f"{PACKAGE}.core.tokens": fr
 # The modules that build the asset graph: the CLI process never loads them (a launched run does).
 ASSET_GRAPH = frozenset(f"{PACKAGE}.defs.{m}" for m in ("definitions", "assets", "checks", "metrics_assets", "sensors"))
 DATABASE_LIBRARIES = frozenset({"sqlalchemy", "alembic"})
+# Not dependencies, though installed beside the package in some venvs (pyarrow imports pandas
+# wherever it is: ~1 s of every process that opens the index). Metric tables are rows.
+NOT_DEPENDENCIES = frozenset({"pandas"})
+# The packages of pyproject.toml's extras (what the default install lacks), with their extra:
+# a module importing one when it loads must itself be imported only inside a function.
+OPTIONAL: Mapping[str, str] = {
+    "tiktoken": "tiktoken",
+    "bpe_openai": "tiktoken",
+    "openai": "openai",
+    "pinecone": "pinecone",
+    "dagster_celery": "celery",
+    "celery": "celery",
+    "torch": "torch",
+    "sentence_transformers": "torch",
+    "transformers": "torch",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +129,8 @@ def violation(imp: Import) -> str | None:
         return "nothing outside the tests imports test code"
     if not m.startswith(PACKAGE + ".") and m != PACKAGE:
         return None
+    if top in NOT_DEPENDENCIES:
+        return f"{top} is no dependency of the package"
     if top.startswith("dagster") and not _within(m, "defs"):
         return "Dagster only in defs/"
     if _within(m, "core"):
@@ -222,6 +240,22 @@ def cli_loads(tree: Tree) -> dict[str, list[str]]:
     return chains
 
 
+def eager_extras(tree: Tree) -> list[str]:
+    """Modules that load an optional package (`OPTIONAL`) through a module loaded on load:
+    the default install would fail to import them."""
+    needs: dict[str, str] = {}  # module -> the first optional package it imports on load
+    for name, src in tree.items():
+        for imp in imports(name, src.text, is_package=src.is_package):
+            if imp.on_load and not imp.typing_only and (top := imp.target.partition(".")[0]) in OPTIONAL:
+                needs.setdefault(name, top)
+    return [
+        f"{name} loads {dep}, which imports {needs[dep]} (the [{OPTIONAL[needs[dep]]}] extra) when it loads"
+        for name, deps in sorted(_edges(tree, on_load_only=True).items())
+        for dep in sorted(deps)
+        if dep in needs
+    ]
+
+
 def problems(tree: Tree) -> list[str]:
     """Every broken rule of `tree`, one line each."""
     found = [
@@ -231,6 +265,7 @@ def problems(tree: Tree) -> list[str]:
         if (why := violation(imp))
     ]
     found += [f"import cycle: {' <-> '.join(group)}" for group in cycles(tree)]
+    found += eager_extras(tree)
     loaded = cli_loads(tree)
     found += [f"the CLI loads the asset graph: {' -> '.join(loaded[m])}" for m in sorted(ASSET_GRAPH) if m in loaded]
     return found
@@ -279,7 +314,9 @@ def _tree(**modules: str) -> dict[str, Source]:
         ({"core__x": "import os"}, "core does no I/O"),
         ({"core__tokens": "import subprocess"}, "core does no I/O"),  # its exception is os/tempfile/pathlib only
         ({"core__x": "import httpx"}, "core imports only core, the standard library and pure text libraries"),
-        ({"core__x": "import pandas"}, "core imports only core, the standard library and pure text libraries"),
+        ({"core__x": "import yaml"}, "core imports only core, the standard library and pure text libraries"),
+        ({"defs__metrics_assets": "def table():\n    import pandas as pd\n"}, "pandas is no dependency"),
+        ({"pipeline__ports": "if TYPE_CHECKING:\n    from pandas import DataFrame\n"}, "pandas is no dependency"),
         (
             {"core__tiers": "def f():\n    from ..config import TierPolicy\n"},
             "core imports only core, the standard library and pure text libraries",
@@ -325,6 +362,24 @@ def test_a_cycle_is_flagged_whether_its_import_is_on_load_or_in_a_function() -> 
     ]
     longer = _tree(core__a="from . import b", core__b="from .c import X", core__c="from .a import Y", core__d="")
     assert cycles(longer) == [[f"{PACKAGE}.core.{m}" for m in "abc"]]
+
+
+def test_an_extra_loaded_with_its_importer_is_flagged() -> None:
+    tree = _tree(
+        adapters__embedders__init="from .openai_embedder import OpenAIEmbedder\n",
+        adapters__embedders__openai_embedder="import tiktoken\nfrom openai import OpenAI\n",
+        adapters__embedders__local="def load():\n    from sentence_transformers import SentenceTransformer\n",
+        defs__celery_app="from dagster_celery.make_app import make_app\n",  # imported by nothing: a worker's -A
+        core__tokens="from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import tiktoken\n",
+        core__segment="from .tokens import get_encoding\n",
+    )
+    assert problems(tree) == [
+        f"{PACKAGE}.adapters.embedders loads {PACKAGE}.adapters.embedders.openai_embedder, "
+        "which imports tiktoken (the [tiktoken] extra) when it loads"
+    ]
+    lazy = "def make():\n    from .openai_embedder import OpenAIEmbedder\n"
+    tree[f"{PACKAGE}.adapters.embedders"] = Source(lazy, is_package=True)
+    assert problems(tree) == []
 
 
 def test_a_type_only_import_makes_no_cycle() -> None:

@@ -305,7 +305,7 @@ def demo(
         DemoEmbedder,
         typer.Option(
             "--embedder",
-            help="local: the shipped all-MiniLM-L6-v2 model; hashing: no model, instant, no meaning",
+            help="local: the shipped all-MiniLM-L6-v2 model; hashing: no model, no meaning (the [tiktoken] extra)",
         ),
     ] = DemoEmbedder.local,
 ) -> int:

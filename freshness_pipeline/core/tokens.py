@@ -15,8 +15,10 @@ import tempfile
 from functools import cache
 from importlib.util import find_spec
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import tiktoken
+if TYPE_CHECKING:  # the [tiktoken] extra: the default local model counts its own wordpieces
+    import tiktoken
 
 __all__ = ["ENCODINGS", "get_encoding"]
 
@@ -34,6 +36,8 @@ def get_encoding(name: str = "cl100k_base") -> tiktoken.Encoding:
 def _build(name: str) -> tiktoken.Encoding:
     if name not in ENCODINGS:
         raise ValueError(f"unknown encoding {name!r}; available offline: {', '.join(ENCODINGS)}")
+    import tiktoken
+
     _stock_cache(name)
     return tiktoken.get_encoding(name)
 

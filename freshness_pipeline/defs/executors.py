@@ -27,6 +27,8 @@ from urllib.parse import urlsplit
 
 import dagster as dg
 
+from ..config import require_extra
+
 EXECUTOR_ENV = "FRESHNESS_EXECUTOR"
 BROKER_ENV = "FRESHNESS_CELERY_BROKER"
 BACKEND_ENV = "FRESHNESS_CELERY_BACKEND"
@@ -115,6 +117,7 @@ def refresh_executor() -> dg.ExecutorDefinition | None:
     """None: Dagster's default executor."""
     if executor_name() == "default":
         return None
-    from dagster_celery import celery_executor  # installed with the `celery` deployment
+    require_extra("celery", f"${EXECUTOR_ENV}=celery")
+    from dagster_celery import celery_executor
 
     return celery_executor.configured(celery_settings().executor_config())

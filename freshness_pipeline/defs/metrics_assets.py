@@ -2,12 +2,13 @@
 against the index, miss counters (and the re-index they may request), and change-event
 delivery to webhooks. Metric history is rendered from the state store as a table."""
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import dagster as dg
 
+from ..pipeline.history import HISTORY_SHOWN, history_rows
 from ..pipeline.indexing import IndexReport
 from ..pipeline.metrics import after_run
 from ..pipeline.planning import PlanReport
@@ -16,20 +17,36 @@ from .checks import FRESHNESS_ALERT, freshness_alert
 from .partitions import sources_partitions
 from .resources import FreshnessResource
 
-if TYPE_CHECKING:  # imported by the step: every process loading the code location would pay ~0.5 s
-    import pandas as pd
+# The columns of the two tables and their types (`GoldenRun.rows()` for the golden set).
+HISTORY_TYPES = {name: "string" if name == "measured_at" else "float" for name in HISTORY_SHOWN}
+GOLDEN_TYPES = {
+    "query": "string",
+    "expect": "string",
+    "stale_prone": "bool",
+    "rank": "int",
+    "stale": "bool",
+    "top": "string",
+}
 
 
 def _float(value: float) -> dg.FloatMetadataValue:
     return dg.MetadataValue.float(round(float(value), 4))
 
 
-def _table(frame: "pd.DataFrame") -> dg.TableMetadataValue:
-    import pandas as pd
+def _table(rows: list[dict[str, Any]], types: Mapping[str, str]) -> dg.TableMetadataValue:
+    records = [dg.TableRecord({name: r[name] for name in types}) for r in rows]
+    schema = dg.TableSchema(columns=[dg.TableColumn(name, kind) for name, kind in types.items()])
+    return dg.MetadataValue.table(records, schema=schema)
 
-    cols = [dg.TableColumn(str(c), "string" if frame[c].dtype == object else "float") for c in frame.columns]
-    rows = [dg.TableRecord({k: (None if pd.isna(v) else v) for k, v in r.items()}) for r in frame.to_dict("records")]
-    return dg.MetadataValue.table(rows, schema=dg.TableSchema(columns=cols))
+
+def history_table(rows: list[dict[str, Any]]) -> dg.TableMetadataValue:
+    """The `history` table: the state store's latest measurements as people read them."""
+    return _table(history_rows(rows), HISTORY_TYPES)
+
+
+def golden_table(rows: list[dict[str, Any]]) -> dg.TableMetadataValue:
+    """The `golden` table: one row per golden query, its rank None when it was not found."""
+    return _table(rows, GOLDEN_TYPES)
 
 
 @dg.asset(
@@ -49,10 +66,6 @@ def freshness_metrics(
     diff_plan: PlanReport,
     vector_index: IndexReport,
 ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
-    import pandas as pd
-
-    from ..pipeline.history import history_table
-
     with freshness.open(context.partition_key) as ctx:
         out = after_run(ctx, stale_share=diff_plan.stale_share, run_id=context.run.run_id)
         history = history_table(ctx.store.metrics.history(ctx.name))
@@ -76,7 +89,7 @@ def freshness_metrics(
         "age_p90_h": _float((r.age_p90_s or 0.0) / 3600),
         "lag_median_h": _float((r.lag_median_s or 0.0) / 3600),
         "lag_p90_h": _float((r.lag_p90_s or 0.0) / 3600),
-        "history": _table(history),
+        "history": history,
         **({"reindex_requested": out.reindex_requested} if out.reindex_requested else {}),
         "webhook_backlog": sum(d.backlog for d in out.deliveries),
     }
@@ -86,7 +99,7 @@ def freshness_metrics(
             "hit_at_1": _float(out.golden.score.hit_at_1),
             "hit_at_5": _float(out.golden.score.hit_at_5),
             "mrr": _float(out.golden.score.mrr),
-            "golden": _table(pd.DataFrame(out.golden.rows()).astype({"rank": "object"})),
+            "golden": golden_table(out.golden.rows()),
         }
     yield dg.MaterializeResult(metadata=metadata)
     yield alert

@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import math
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..adapters.state.store import StateStore
 from ..config import Settings, state_url
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 HISTORY_COLUMNS = [
     "measured_at",
@@ -26,16 +23,17 @@ HISTORY_COLUMNS = [
 
 
 HOURS = ("age_median_s", "lag_p90_s")  # shown in hours, renamed *_h
+HISTORY_SHOWN = [c.removesuffix("_s") + "_h" if c in HOURS else c for c in HISTORY_COLUMNS]  # their names as shown
 
 
 def history_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """`history_table` for a few rows, without pandas (`freshness status` starts without it)."""
+    """The metric history as people read it, in Dagster and `freshness status`: times as
+    UTC minutes, ages and lags in hours (2 places), the rest rounded to 4 places."""
     out = []
     for r in rows:
         row: dict[str, Any] = {}
-        for col in HISTORY_COLUMNS:
+        for col, name in zip(HISTORY_COLUMNS, HISTORY_SHOWN, strict=True):
             v = r.get(col)
-            name = col.removesuffix("_s") + "_h" if col in HOURS else col
             if v is None or (isinstance(v, float) and math.isnan(v)):
                 row[name] = None
             elif col == "measured_at":
@@ -46,28 +44,12 @@ def history_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def history_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """The metric history: times as UTC, ages and lags in hours."""
-    import pandas as pd
-
-    out = frame.reindex(columns=HISTORY_COLUMNS).copy()
-    out["measured_at"] = pd.to_datetime(out["measured_at"], unit="s", utc=True).dt.strftime("%Y-%m-%d %H:%M")
-    for col in ("age_median_s", "lag_p90_s"):
-        out[col] = (out[col].astype(float) / 3600).round(2)
-    return out.rename(columns={"age_median_s": "age_median_h", "lag_p90_s": "lag_p90_h"}).round(4)
-
-
 def weak_searches(settings: Settings, *, days: float) -> list[dict[str, Any]]:
     """The weak searches of the last `days`, newest first, as plain JSON values: the best
     score rounded to 4 places, None when nothing matched."""
-    import pandas as pd
-
     store = StateStore(state_url(settings), read_only=True)
     try:
-        frame = store.metrics.weak_queries(days=days)
+        rows = store.metrics.weak_queries(days=days)
     finally:
         store.close()
-    return [
-        {**r, "best_score": None if pd.isna(r["best_score"]) else round(float(r["best_score"]), 4)}
-        for r in frame.to_dict(orient="records")
-    ]
+    return [{**r, "best_score": None if r["best_score"] is None else round(float(r["best_score"]), 4)} for r in rows]

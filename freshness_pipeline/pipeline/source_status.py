@@ -77,7 +77,7 @@ def freshness_status(ctx: SourceContext) -> dict[str, Any]:
     after run (probable chunking problems), a pending re-index request, and the citation
     resolution rate of the last 30 days."""
     metrics = ctx.store.metrics
-    history = metrics.history_rows(ctx.name)
+    history = metrics.history(ctx.name)
     latest = history[-1] if history else None
     keys = metrics.cited_keys(ctx.name)
     manifest = ctx.store.manifest
@@ -98,8 +98,8 @@ def freshness_status(ctx: SourceContext) -> dict[str, Any]:
 
 
 def json_safe(value: Any) -> Any:
-    """`value` with every NaN or infinite float (pandas' missing values) made None, so that
-    `status --json` is strict JSON (`null`, never `NaN`)."""
+    """`value` with every NaN or infinite float made None, so that `status --json` is strict
+    JSON (`null`, never `NaN`)."""
     if isinstance(value, float):  # numpy's float64 is a float too
         return float(value) if math.isfinite(value) else None
     if isinstance(value, Mapping):

@@ -90,7 +90,7 @@ def test_a_reader_of_a_database_never_written_sees_an_empty_state(any_state_url:
     store = StateStore(any_state_url, read_only=True)
     try:
         assert store.sources.names() == [] and store.manifest.count("docs") == 0
-        assert store.metrics.weak_queries().empty
+        assert store.metrics.weak_queries() == []
     finally:
         store.close()
     if any_state_url.startswith("sqlite"):

@@ -20,11 +20,10 @@ from pathlib import Path
 
 _PRELOAD = [
     # The slow parts of `import lancedb`, which the store imports on first use: its REST
-    # client's pydantic models (~1 s) and what `lancedb.common` imports, pandas and
-    # pyarrow.dataset (~0.7 s). Not lancedb itself: its import starts an event-loop thread,
-    # which a fork would leave behind, holding whatever lock it held.
+    # client's pydantic models (~1 s) and what `lancedb.common` imports, pyarrow.dataset
+    # (which imports pandas where it is installed). Not lancedb itself: its import starts
+    # an event-loop thread, which a fork would leave behind, holding whatever lock it held.
     "lance_namespace",
-    "pandas",
     "pyarrow.dataset",
     "freshness_pipeline.pipeline.crawl",
     "freshness_pipeline.pipeline.sections",

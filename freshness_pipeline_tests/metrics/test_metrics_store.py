@@ -12,6 +12,7 @@ from freshness_pipeline.adapters.state.store import StateStore, migrate
 from freshness_pipeline.config import Settings
 from freshness_pipeline.core.state import PageRow
 from freshness_pipeline.pipeline.context import SourceContext
+from freshness_pipeline.pipeline.history import weak_searches
 from freshness_pipeline.pipeline.metrics import measure
 from freshness_pipeline.pipeline.source_status import freshness_status
 
@@ -43,9 +44,15 @@ def test_counters_requests_and_retention(any_state_url: str) -> None:
     m.record_search(
         weak={"query": "new", "model": "m", "best_score": 0.2, "best_url": "u"}, cited=[("docs", "k1"), ("docs", "k1")]
     )
-    assert m.weak_queries()["query"].tolist() == ["new"]  # past 90 days: purged
+    assert [q["query"] for q in m.weak_queries()] == ["new"]  # past 90 days: purged
     assert m.cited_keys("docs") == ["k1"]
+    m.record_search(weak={"query": "none", "model": "m", "best_score": None, "best_url": None}, cited=[])
     store.close()
+    # As `freshness weak --json` prints them: missing values are null beside present ones, never NaN.
+    settings = Settings(sources=[{"name": "docs", "sitemap": "http://x.test/sitemap.xml"}], state_url=any_state_url)
+    (none, new) = weak_searches(settings, days=90)
+    assert (none["query"], none["best_score"], none["best_url"]) == ("none", None, None)
+    assert (new["query"], new["best_score"], new["best_url"]) == ("new", 0.2, "u")
 
 
 SECTION = {
@@ -127,7 +134,7 @@ def test_measure_on_a_hand_built_manifest(tmp_path) -> None:
     # no golden set, age within target.
     assert r.score == pytest.approx(0.84272, abs=1e-5) and r.alert
     assert "fetch errors: 40.0%" in r.line()
-    assert store.metrics.history("docs")[["run_id", "stale_share"]].values.tolist() == [["r1", 0.1]]
+    assert [(h["run_id"], h["stale_share"]) for h in store.metrics.history("docs")] == [("r1", 0.1)]
     status = freshness_status(ctx)["freshness"]
     assert (status["score"], status["error_share"], status["alert"]) == (r.score, 0.4, True)
     store.close()

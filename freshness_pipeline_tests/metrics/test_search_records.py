@@ -20,7 +20,7 @@ def weak_and_cited(sources: Path) -> tuple[list[str], list[str]]:
     store = StateStore(state_url(load_settings(sources)), read_only=True)
     try:
         metrics = store.metrics
-        return metrics.weak_queries()["query"].tolist(), metrics.cited_keys("docs")
+        return [q["query"] for q in metrics.weak_queries()], metrics.cited_keys("docs")
     finally:
         store.close()
 

@@ -27,7 +27,7 @@ def test_status_json_prints_null_for_missing_metrics(dagster_home: Path) -> None
     store = StateStore(f"sqlite:///{dagster_home / 'freshness.db'}")
     try:
         metrics = store.metrics
-        (measured,) = metrics.history("docs").to_dict("records")
+        (measured,) = metrics.history("docs")
         row = {k: v for k, v in measured.items() if k != "id"}
         metrics.add_metrics({**row, "hit_at_1": 0.5, "hit_at_5": 0.75, "mrr": 0.6})  # a golden set, then
         metrics.add_metrics({**row, "hit_at_1": None, "hit_at_5": None, "mrr": None})  # none

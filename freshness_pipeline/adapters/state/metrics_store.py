@@ -8,16 +8,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import Engine, delete, func, select
 
 from ...core.freshness import next_streak
 from . import schema
 from .dialect import insert_ignore_rows, upsert_rows
-
-if TYPE_CHECKING:  # imported where a frame is made: loading the code location need not import pandas
-    import pandas as pd
 
 WEAK_QUERY_DAYS = 90  # weak queries are kept this long
 CITED_KEY_DAYS = 30  # the citation resolution rate looks back this far
@@ -34,15 +31,8 @@ class MetricsStore:
         with self.engine.begin() as conn:
             conn.execute(schema.freshness_metrics.insert(), [dict(row)])
 
-    def history(self, source: str, limit: int = 20) -> pd.DataFrame:
-        """The latest `limit` measurements of a source, oldest first."""
-        import pandas as pd
-
-        columns = [c.name for c in schema.freshness_metrics.c]
-        return pd.DataFrame(self.history_rows(source, limit), columns=columns)
-
-    def history_rows(self, source: str, limit: int = 20) -> list[dict[str, Any]]:
-        """`history` as plain rows (no pandas: `freshness status` starts without it)."""
+    def history(self, source: str, limit: int = 20) -> list[dict[str, Any]]:
+        """The latest `limit` measurements of a source, oldest first, every column of the table."""
         t = schema.freshness_metrics
         q = select(t).where(t.c.source == source).order_by(t.c.id.desc()).limit(limit)
         with self.engine.connect() as conn:
@@ -135,9 +125,8 @@ class MetricsStore:
             conn.execute(delete(wq).where(wq.c.created_at < now - WEAK_QUERY_DAYS * _DAY))
             conn.execute(delete(ck).where(ck.c.created_at < now - CITED_KEY_DAYS * _DAY))
 
-    def weak_queries(self, *, days: float = WEAK_QUERY_DAYS, limit: int = 100) -> pd.DataFrame:
-        import pandas as pd
-
+    def weak_queries(self, *, days: float = WEAK_QUERY_DAYS, limit: int = 100) -> list[dict[str, Any]]:
+        """The weak queries of the last `days`, newest first."""
         t = schema.weak_queries
         q = (
             select(t.c.created_at, t.c.best_score, t.c.query, t.c.best_url, t.c.model)
@@ -146,8 +135,7 @@ class MetricsStore:
             .limit(limit)
         )
         with self.engine.connect() as conn:
-            rows = [r._asdict() for r in conn.execute(q)]
-        return pd.DataFrame(rows, columns=["created_at", "best_score", "query", "best_url", "model"])
+            return [r._asdict() for r in conn.execute(q)]
 
     def cited_keys(self, source: str, *, days: float = CITED_KEY_DAYS) -> list[str]:
         """Distinct keys searches returned for `source` in the last `days`."""
