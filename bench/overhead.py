@@ -26,6 +26,7 @@ import argparse
 import json
 import multiprocessing
 import os
+import resource
 import shutil
 import socket
 import subprocess
@@ -96,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
     print(f"uptime: {_uptime()}", flush=True)
-    print(f"{'site':<10} {'command':<36} {'wall s':>7} {'work s':>7} {'over s':>7} {'ratio':>6}  load", flush=True)
+    head = f"{'site':<10} {'command':<36} {'wall s':>7} {'work s':>7} {'over s':>7} {'ratio':>6} {'cpu s':>6}  load"
+    print(head, flush=True)
     for name in args.sites.split(","):
         with _site(name, args.pages) as site, tempfile.TemporaryDirectory(prefix="freshness-overhead-") as tmp:
             env = _home(Path(tmp), site, args.embedder)
@@ -125,13 +127,11 @@ def _bench_site(site: Site, env: dict[str, str], base: dict[str, str], args: arg
         slug = "".join(c if c.isalnum() else "-" for c in label).strip("-")
         out = args.profile / f"{site.name}-{i:02d}-{slug}.txt" if args.profile else None
         started = time.time()
-        wall, stdout = _time([*_freshness(), *cmd], {**env, **extra}, out)
+        wall, cpu, stdout = _time([*_freshness(), *cmd], {**env, **extra}, out)
         work = _work(stdout) if cmd[0] == "run" else None
         over = f"{wall - work:>7.2f} {wall / work:>6.1f}" if work else f"{'':>7} {'':>6}"
-        print(
-            f"{site.name:<10} {label:<36} {wall:>7.2f} {work or 0.0:>7.2f} {over}  {os.getloadavg()[0]:.1f}",
-            flush=True,
-        )
+        load = os.getloadavg()[0]
+        print(f"{site.name:<10} {label:<36} {wall:>7.2f} {work or 0.0:>7.2f} {over} {cpu:>6.2f}  {load:.1f}", flush=True)
         if cmd[0] == "run":
             home = (base if "[baseline]" in label else env)["DAGSTER_HOME"]
             print(f"{'':<10} {'':<36} {_phases(home, stdout, started, started + wall)}", flush=True)
@@ -144,16 +144,22 @@ def _freshness() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "freshness_pipeline.cli"]
 
 
-def _time(cmd: list[str], env: dict[str, str], profile: Path | None) -> tuple[float, str]:
+def _time(cmd: list[str], env: dict[str, str], profile: Path | None) -> tuple[float, float, str]:
+    """Wall seconds, CPU seconds of the processes the command waited for, its stdout. A
+    launched run's worker is the code server's child, and the code server is killed rather
+    than waited for: its CPU is not counted."""
     if profile is not None:
         spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
         cmd = [spy, "record", "--subprocesses", "--format", "raw", "-r", "50", "-o", str(profile), "--", *cmd]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {out.returncode}:\n{out.stdout[-2000:]}\n{out.stderr[-4000:]}")
-    return wall, out.stdout
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, out.stdout
 
 
 def _work(stdout: str) -> float:
