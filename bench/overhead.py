@@ -130,8 +130,8 @@ def _bench_site(site: Site, env: dict[str, str], base: dict[str, str], args: arg
         wall, cpu, stdout = _time([*_freshness(), *cmd], {**env, **extra}, out)
         work = _work(stdout) if cmd[0] == "run" else None
         over = f"{wall - work:>7.2f} {wall / work:>6.1f}" if work else f"{'':>7} {'':>6}"
-        load = os.getloadavg()[0]
-        print(f"{site.name:<10} {label:<36} {wall:>7.2f} {work or 0.0:>7.2f} {over} {cpu:>6.2f}  {load:.1f}", flush=True)
+        line = f"{site.name:<10} {label:<36} {wall:>7.2f} {work or 0.0:>7.2f} {over} {cpu:>6.2f}"
+        print(f"{line}  {os.getloadavg()[0]:.1f}", flush=True)
         if cmd[0] == "run":
             home = (base if "[baseline]" in label else env)["DAGSTER_HOME"]
             print(f"{'':<10} {'':<36} {_phases(home, stdout, started, started + wall)}", flush=True)
