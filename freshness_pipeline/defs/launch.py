@@ -5,12 +5,15 @@ the code location; the launcher, which creates the run through it; the run worke
 the code server spawns. Left to itself, `dagster job launch` starts its own code server and
 waits for it to load, so the three start one after the other. Here the code server
 (`dagster api grpc` on a socket of this command's) and the launchers start at once, side by
-side with the caller's own imports; each launcher then waits on its stdin for the caller's
-go, given once the partitions exist, dead runs are reaped and the code server serves (so a
-new source's run never starts before its partition). A caller that stops before its go
-closes the launcher's stdin and nothing is launched. The code server lives as long as the
-command: stopped once its runs' workers exited, and with Dagster's heartbeat timeout as the
-backstop for a command that was killed. No Dagster import in this module: that is its point.
+side with the caller's own imports. Each imports what it needs (the code server, the code
+location too), then waits on its stdin for the caller's go: the code server's once the
+caller made the instance (two processes making a fresh home's storage at once leave it
+broken), the launchers' once the partitions exist, dead runs are reaped and the code server
+serves (so a new source's run never starts before its partition). A caller that stops
+before its go closes their stdin and nothing is launched. The code server lives as long as
+the command: stopped once its runs' workers exited, and with Dagster's heartbeat timeout as
+the backstop for a command that was killed. No Dagster import in this module: that is its
+point.
 """
 
 from __future__ import annotations
@@ -44,13 +47,19 @@ SERVER_READY_S = 300.0  # the code server's load, on a busy host
 SERVER_HEARTBEAT_S = 900
 GO = "go"
 # `python -m dagster`, once the caller says go; Dagster's imports are made before.
-GATED = (
-    "import runpy, sys\n"
-    "import dagster\n"
-    f"if sys.stdin.readline().strip() != {GO!r}:\n"
-    "    sys.exit(0)\n"
-    "runpy.run_module('dagster', run_name='__main__', alter_sys=True)\n"
-)
+
+
+def _gated(*preload: str) -> str:
+    """`python -m dagster` once the caller says go on stdin; `preload` (Dagster, the code
+    location) imported before. Nothing before the go opens the instance: a fresh home's
+    storage is made by the caller alone (two processes making it at once leave it broken)."""
+    imports = "".join(f"import {module}\n" for module in preload)
+    return (
+        f"import runpy, sys\n{imports}"
+        f"if sys.stdin.readline().strip() != {GO!r}:\n"
+        "    sys.exit(0)\n"
+        "runpy.run_module('dagster', run_name='__main__', alter_sys=True)\n"
+    )
 
 
 class LaunchError(RuntimeError):
@@ -81,8 +90,10 @@ class CodeServer:
     running: set[str] = field(default_factory=set)  # runs told to go whose worker may still run
 
     def wait_ready(self, timeout: float = SERVER_READY_S) -> None:
-        """Until it serves (it binds its socket once the code location loaded); a server that
-        exits first, or never serves, is a LaunchError with its output."""
+        """Tell it to go (once), then wait until it serves (it binds its socket once the code
+        location loaded); a server that exits first, or never serves, is a LaunchError with
+        its output."""
+        _go(self.proc)
         deadline = time.monotonic() + timeout
         while self.proc.poll() is None and time.monotonic() < deadline:
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
@@ -123,12 +134,7 @@ class Launcher:
         """Once the code server serves: raises LaunchError if it did not start."""
         self.server.wait_ready()
         self.server.running.add(self.run_id)
-        if self.proc.stdin is not None and not self.proc.stdin.closed:
-            try:
-                self.proc.stdin.write(f"{GO}\n".encode())
-                self.proc.stdin.close()
-            except BrokenPipeError:  # it died: the caller's wait reports its log
-                pass
+        _go(self.proc)
 
     def ended(self) -> None:
         """The run ended and its worker exited."""
@@ -170,7 +176,19 @@ def launchers(sources: list[str], tags: dict[str, str], log_level: str) -> Itera
             out: dict[str, Launcher] = {}
             for i, source in enumerate(dict.fromkeys(sources)):
                 run_id = str(uuid.uuid4())
-                cmd = [sys.executable, "-c", GATED, "job", "launch", "-w", str(workspace), "-l", LOCATION, "-j", JOB]
+                cmd = [
+                    sys.executable,
+                    "-c",
+                    _gated("dagster"),
+                    "job",
+                    "launch",
+                    "-w",
+                    str(workspace),
+                    "-l",
+                    LOCATION,
+                    "-j",
+                    JOB,
+                ]
                 cmd += ["--run-id", run_id, "--tags", json.dumps({**tags, PARTITION_TAG: source})]
                 cmd += ["--config-json", config]
                 log, where = output(f"launch-{i}.log")
@@ -182,10 +200,20 @@ def launchers(sources: list[str], tags: dict[str, str], log_level: str) -> Itera
 def _start_server(folder: Path, output: tuple[IO[str], IO[str] | int]) -> CodeServer:
     sock = folder / "grpc.sock"
     module, attribute = DEFINITIONS
-    cmd = [sys.executable, "-m", "dagster", "api", "grpc", "--socket", str(sock), "-m", module, "-a", attribute]
-    cmd += ["--location-name", LOCATION, "--heartbeat", "--heartbeat-timeout", str(SERVER_HEARTBEAT_S)]
+    cmd = [sys.executable, "-c", _gated("dagster", module), "api", "grpc", "--socket", str(sock), "-m", module]
+    cmd += ["-a", attribute, "--location-name", LOCATION, "--heartbeat", "--heartbeat-timeout", str(SERVER_HEARTBEAT_S)]
     log, where = output
-    return CodeServer(sock, _popen("dagster api grpc", cmd, where, stdin=False), log)
+    return CodeServer(sock, _popen("dagster api grpc", cmd, where, stdin=True), log)
+
+
+def _go(proc: subprocess.Popen[bytes]) -> None:
+    """Say go to a gated process, once; one that died is reported by whoever waits for it."""
+    if proc.stdin is not None and not proc.stdin.closed:
+        try:
+            proc.stdin.write(f"{GO}\n".encode())
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass
 
 
 def _popen(what: str, cmd: list[str], where: IO[str] | int, *, stdin: bool) -> subprocess.Popen[bytes]:
