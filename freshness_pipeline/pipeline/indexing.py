@@ -121,7 +121,7 @@ def apply_plan(
             base_generation=planned.base_generation,
             replace_all=reindex,
             signatures=staged.signatures(),
-            events=staged.staging.events(src.name, planned.run_id),
+            events=store.plan_staging.events(src.name, planned.run_id),
             run={**run, "finished_at": time.time()},
             staged_run=planned.run_id,  # the crawl's page rows become the pages' only now
         )

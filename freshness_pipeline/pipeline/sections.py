@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from itertools import islice
 
-from ..adapters.state.staging import StagedPage, Staging
+from ..adapters.state.staging import SectionStaging, Stage, StagedPage
 from ..core.models import Section
 from ..core.state import PageRow
 from ..core.versions import page_signature, template_hash
@@ -41,9 +41,9 @@ def current_sections(ctx: SourceContext, *, run_id: str) -> SectionsReport:
     started = time.time()
     src, store = ctx.source, ctx.store
     out = SectionsReport(source=src.name, run_id=run_id)
-    staging = store.staging
+    staging = store.section_staging
     with store.locks.lock(src.name):
-        staging.begin(src.name, run_id, "sections")
+        store.staged_runs.begin(src.name, run_id, Stage.SECTIONS)
         state = store.sources.get(src.name)
         if state is not None:
             diffs = ctx.versions.differences(state)
@@ -51,14 +51,16 @@ def current_sections(ctx: SourceContext, *, run_id: str) -> SectionsReport:
                 out.reindex_reason = "version change: " + "; ".join(diffs)
             elif state.generation > 0 and (asked := store.metrics.pending_reindex(src.name)):
                 out.reindex_reason = asked["reason"]  # e.g. repeated golden-set misses (pipeline/golden.py)
-            learned = staging.template_blocks(src.name, run_id)  # this run's crawl's, until it commits
+            learned = store.crawl_staging.template_blocks(src.name, run_id)  # this run's crawl's, until it commits
             _stage(ctx, staging, out, state.template_blocks if learned is None else learned)
         out.seconds = time.time() - started
-        staging.finish(src.name, run_id, "sections", {"seconds": out.seconds, "reindex_reason": out.reindex_reason})
+        store.staged_runs.finish(
+            src.name, run_id, Stage.SECTIONS, {"seconds": out.seconds, "reindex_reason": out.reindex_reason}
+        )
     return out
 
 
-def _stage(ctx: SourceContext, staging: Staging, out: SectionsReport, template_blocks: list[str]) -> None:
+def _stage(ctx: SourceContext, staging: SectionStaging, out: SectionsReport, template_blocks: list[str]) -> None:
     """Stage the gone pages, then segment the dirty ones and stage their sections."""
     src = ctx.source
     thash = template_hash(template_blocks)

@@ -119,9 +119,9 @@ def test_a_crawl_stages_and_saves_only_the_texts_that_changed(ctx: SourceContext
     stamp = {"updated": "December 1, 2026 10:00", "build": "b-2"}
     ctx.site.publish(edited.markdown(), noise=lambda path: stamp)  # type: ignore[attr-defined]
     staged, saved = [], []
-    add_extracts, save = ctx.store.staging.add_extracts, ctx.store.staging.save_page_rows
+    add_extracts, save = ctx.store.crawl_staging.add_extracts, ctx.store.crawl_staging.save_page_rows
     monkeypatch.setattr(
-        ctx.store.staging, "add_extracts", lambda s, r, items: add_extracts(s, r, staged.extend(items) or staged)
+        ctx.store.crawl_staging, "add_extracts", lambda s, r, items: add_extracts(s, r, staged.extend(items) or staged)
     )
 
     def save_spy(source, run_id, rows):
@@ -129,7 +129,7 @@ def test_a_crawl_stages_and_saves_only_the_texts_that_changed(ctx: SourceContext
         saved.extend(r.url for r in rows if r.markdown is not None)  # as saved: the crawl lets texts go after
         save(source, run_id, rows)
 
-    monkeypatch.setattr(ctx.store.staging, "save_page_rows", save_spy)
+    monkeypatch.setattr(ctx.store.crawl_staging, "save_page_rows", save_spy)
     report = crawl(ctx, run_id="run-1")
     (page2,) = [u for u in stored if u.endswith("/guide/page2")]
     assert report.crawled == 5 and report.changed_pages == 1 and report.outcomes == {"ok": 5}

@@ -1,0 +1,105 @@
+"""Which runs have staging, and which of their stages finished (`staged_runs`)."""
+
+from __future__ import annotations
+
+import time
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import Engine, Table, delete, select, update
+
+from .. import schema
+from ..dialect import insert_ignore_rows
+
+
+class Stage(StrEnum):
+    """The stages that stage work, in run order (also the columns of `staged_runs`)."""
+
+    CRAWL = "crawl"
+    SECTIONS = "sections"
+    PLAN = "plan"
+
+
+STAGES = tuple(Stage)
+_TABLES: tuple[Table, ...] = (
+    schema.staged_extracts,
+    schema.staged_page_rows,
+    schema.staged_pages,
+    schema.staged_sections,
+    schema.staged_plan,
+    schema.staged_events,
+    schema.staged_redirects,
+    schema.staged_runs,
+)
+# What each stage writes (a stage that runs again first clears its own rows and the later ones').
+_WRITES = {
+    Stage.CRAWL: (schema.staged_extracts, schema.staged_page_rows),
+    Stage.SECTIONS: (schema.staged_pages, schema.staged_sections),
+    Stage.PLAN: (schema.staged_plan, schema.staged_events, schema.staged_redirects),
+}
+
+
+class StagingGone(RuntimeError):
+    """The staged work a stage needs is not there (a later run started, or it was committed)."""
+
+
+class StagedRuns:
+    """A run's staging as a whole (`StateStore.staged_runs`)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def begin(self, source: str, run_id: str, stage: Stage) -> None:
+        """Open `run_id`'s staging for `stage` (kept when it is open already: then what this
+        stage and the later ones staged before is cleared) and drop every other run's."""
+        with self.engine.begin() as conn:
+            for t in _TABLES:
+                conn.execute(delete(t).where(t.c.source == source, t.c.run_id != run_id))
+            row = {"source": source, "run_id": run_id, "started_at": time.time()}
+            insert_ignore_rows(conn, schema.staged_runs, [row])
+        self.restart(source, run_id, stage)
+
+    def restart(self, source: str, run_id: str, stage: Stage) -> None:
+        """Clear what `stage` and the stages after it staged for `run_id` (a step run again)."""
+        later = STAGES[STAGES.index(stage) :]
+        with self.engine.begin() as conn:
+            for name in later:
+                for t in _WRITES[name]:
+                    conn.execute(delete(t).where(t.c.source == source, t.c.run_id == run_id))
+            r = schema.staged_runs
+            cleared: dict[str, None] = {n.value: None for n in later}
+            if stage is Stage.CRAWL:
+                cleared["template_blocks"] = None
+            conn.execute(update(r).where(r.c.source == source, r.c.run_id == run_id).values(cleared))
+
+    def finish(self, source: str, run_id: str, stage: Stage, counts: dict[str, Any]) -> None:
+        """Record that `stage` staged all its work for `run_id`, with its counts."""
+        r = schema.staged_runs
+        with self.engine.begin() as conn:
+            conn.execute(update(r).where(r.c.source == source, r.c.run_id == run_id).values({stage.value: counts}))
+
+    def counts(self, source: str, run_id: str, stage: Stage) -> dict[str, Any] | None:
+        """`stage`'s counts for `run_id`, None unless it finished and its staging is still there."""
+        r = schema.staged_runs
+        with self.engine.connect() as conn:
+            return conn.execute(select(r.c[stage.value]).where(r.c.source == source, r.c.run_id == run_id)).scalar()
+
+    def require(self, source: str, run_id: str, stage: Stage) -> dict[str, Any]:
+        """`stage`'s counts; raises `StagingGone` when its staged work is not there."""
+        counts = self.counts(source, run_id, stage)
+        if counts is None:
+            raise StagingGone(
+                f"source {source!r}: the work staged by {stage} in run {run_id} is gone (a later run "
+                "started, or it was committed); re-materialize section_manifest and diff_plan"
+            )
+        return counts
+
+    def drop(self, source: str, run_id: str) -> None:
+        with self.engine.begin() as conn:
+            for t in _TABLES:
+                conn.execute(delete(t).where(t.c.source == source, t.c.run_id == run_id))
+
+    def runs(self, source: str) -> list[str]:
+        r = schema.staged_runs
+        with self.engine.connect() as conn:
+            return list(conn.execute(select(r.c.run_id).where(r.c.source == source)).scalars())
