@@ -25,8 +25,8 @@ from ..core.tiers import TIERS
 from ..pipeline.context import versions_for
 from ..pipeline.crawl import CrawlReport, crawl
 from ..pipeline.indexing import IndexReport, apply_plan
-from ..pipeline.planning import PlanReport, make_plan
-from ..pipeline.sections import SectionsReport, current_sections
+from ..pipeline.planning import PlanReport, stage_plan
+from ..pipeline.sections import SectionsReport, stage_sections
 from .checks import (
     CHANGE_SPIKE,
     FLAGGED_PAGES,
@@ -175,7 +175,7 @@ def fetched_pages(
 )
 def section_manifest(context: dg.AssetExecutionContext, freshness: FreshnessResource) -> dg.Output[SectionsReport]:
     with freshness.open(context.partition_key) as ctx:
-        out = current_sections(ctx, run_id=context.run.run_id)
+        out = stage_sections(ctx, run_id=context.run.run_id)
     if out.reindex_reason:
         context.log.warning(f"{out.source}: full re-index: {out.reindex_reason}")
     return dg.Output(
@@ -208,7 +208,7 @@ def diff_plan(
 ) -> Iterator[dg.Output[PlanReport] | dg.AssetCheckResult]:
     allow = context.run.tags.get(ALLOW_SPIKE_TAG, "").lower() == "true"
     with freshness.open(context.partition_key) as ctx:
-        staged = make_plan(ctx, section_manifest)
+        staged = stage_plan(ctx, section_manifest)
         checks = [stale_share(staged, ctx.source.checks), change_spike(ctx, staged, allowed=allow)]
     for f in staged.fuzzy:
         context.log.info(

@@ -15,7 +15,7 @@ work and takes its vectors from the cache (nothing paid twice). The manifest com
 one transaction; retired namespaces are dropped after it (and again by the next run if
 the process died in between).
 
-The plan is read from the run's staging batch by batch (`staged.py`): embedding, upserts,
+The plan is read from the run's staging batch by batch (`plan_reader.py`): embedding, upserts,
 payload updates, deletes and the commit stream over it. The counts it reports come from
 the plan and the upstream stages' staged counts. `FRESHNESS_CRASH_AT` (`faults.py`) kills
 the process at a named point, for the crash tests.
@@ -34,9 +34,9 @@ from ..core.state import SourceState
 from ..core.versions import namespace
 from .context import SourceContext
 from .faults import CRASH_ENV, CRASH_POINTS, crash_point
+from .plan_reader import PlanReader
 from .planning import PlanReport
 from .records import UncachedVectorsError, embed_uncached, metadata, record, restore_from_manifest, vectors_for
-from .staged import StagedPlan
 
 __all__ = [
     "CRASH_ENV",
@@ -84,26 +84,26 @@ def apply_plan(
     started = time.time()
     # `ctx.vectors` is opened on first use: a quiet run never pays for the vector store.
     src, store = ctx.source, ctx.store
-    staged = StagedPlan(ctx, planned)
+    plan = PlanReader(ctx, planned)
     with store.locks.lock(src.name):
         _drop_retired(ctx)  # left over when a run died between its commit and its drop
         state = _current_state(ctx, planned)
-        upstream = staged.require()
-        reindex = staged.reindex
+        upstream = plan.require()
+        reindex = plan.reindex
         target = state.active_version + 1 if reindex else state.active_version
         ns = namespace(src.name, target)
 
-        removed, restored = _recover(ctx, state, ns, staged.owns)
+        removed, restored = _recover(ctx, state, ns, plan.owns)
         crash_point("recovered")
-        for ids in staged.touched():
+        for ids in plan.touched():
             store.intents.add(src.name, ns, ids)
         crash_point("intents")
 
-        written = _write(ctx, ns, target, staged)
+        written = _write(ctx, ns, target, plan)
         golden: dict[str, float] = {}
         if reindex:
             removed += _verify_complete(ctx, ns, written.hashes)
-            golden = _golden_gate(ctx, ns, staged.current_hashes)
+            golden = _golden_gate(ctx, ns, plan.current_hashes)
         if written.upserted or written.payload or written.deleted or removed or restored:
             # What readers see moves to this run's writes only now that all of them landed.
             ctx.vectors.mark_committed(ns)
@@ -117,15 +117,15 @@ def apply_plan(
         run = {"run_id": run_id, "started_at": started, "counts": counts, "reason": planned.reindex_reason}
         store.manifest.commit(
             _next_state(ctx, state, target, reindex=reindex),
-            staged.manifest_changes(),
+            plan.manifest_changes(),
             base_generation=planned.base_generation,
             replace_all=reindex,
-            signatures=staged.signatures(),
+            signatures=plan.signatures(),
             events=store.plan_staging.events(src.name, planned.run_id),
             run={**run, "finished_at": time.time()},
             staged_run=planned.run_id,  # the crawl's page rows become the pages' only now
         )
-        staged.drop()
+        plan.drop()
         crash_point("committed")
         _drop_retired(ctx)
     report = IndexReport(src.name, ns, counts, planned.reindex_reason, time.time() - started)
@@ -164,15 +164,15 @@ def _current_state(ctx: SourceContext, planned: PlanReport) -> SourceState:
     return state
 
 
-def _write(ctx: SourceContext, ns: str, version: int, staged: StagedPlan) -> _Written:
+def _write(ctx: SourceContext, ns: str, version: int, plan: PlanReader) -> _Written:
     """Embed (cache first, every text before any upsert), upsert, update payloads in
     place, delete: each streamed over the staged plan."""
     out = _Written()
-    total = None if staged.reindex else staged.report.written  # at most this many to embed
-    out.embedded = embed_uncached(ctx, staged.upserts(), total=total)
+    total = None if plan.reindex else plan.report.written  # at most this many to embed
+    out.embedded = embed_uncached(ctx, plan.upserts(), total=total)
     batch = ctx.settings.vector_store.upsert_batch
     pending: list[VectorRecord] = []  # across the staged batches: LanceDB's merge costs the table's size per call
-    for part in staged.upserts():
+    for part in plan.upserts():
         vecs, _ = vectors_for(ctx, part)  # all cached by now
         now = time.time()
         pending += [record(s, vecs[s.content_hash], ctx.name, version, now) for s in part]
@@ -181,17 +181,17 @@ def _write(ctx: SourceContext, ns: str, version: int, staged: StagedPlan) -> _Wr
             del pending[:batch]
             crash_point("upsert")
         out.upserted += len(part)
-        if staged.reindex:
+        if plan.reindex:
             out.hashes.update((s.id, s.content_hash) for s in part)
     if pending:
         ctx.vectors.upsert(ns, pending)
         crash_point("upsert")
-    for part in staged.payload():
+    for part in plan.payload():
         now = time.time()
         ctx.vectors.update_metadata(ns, {s.id: metadata(s, ctx.name, version, now) for s in part})
         out.payload += len(part)
         crash_point("payload")
-    for ids in staged.deletes():
+    for ids in plan.deletes():
         ctx.vectors.delete(ns, ids)
         out.deleted += len(ids)
         crash_point("delete")

@@ -1,6 +1,6 @@
 """Stage 3, `diff_plan`: the plan against the committed manifest, with its figures.
 
-The plan is made a batch of pages at a time (`core.plan.plan_refresh` on each) and staged
+The plan is made a batch of pages at a time (`core.plan.plan_pages` on each) and staged
 (`staged_plan`, `staged_events`, `staged_redirects`). A batch holds whole groups of pages
 that the planner may pair with each other: a moved page and the page it moved to, and a
 page that lost a section with the pages now holding that text (a moved or renamed
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from ..adapters.state.staging import PlanRow, SectionStaging, Stage
 from ..core.models import Action, FuzzyMatch, Plan, Section
-from ..core.plan import pages_losing_records, plan_refresh
+from ..core.plan import pages_losing_records, plan_pages
 from ..core.state import ChangeEvent
 from .context import SourceContext
 from .sections import SectionsReport
@@ -66,7 +66,7 @@ class PlanReport:
         return self.top[:n]
 
 
-def make_plan(ctx: SourceContext, sections: SectionsReport) -> PlanReport:
+def stage_plan(ctx: SourceContext, sections: SectionsReport) -> PlanReport:
     started = time.time()
     store, src, run_id = ctx.store, ctx.source, sections.run_id
     section_staging, plan_staging = store.section_staging, store.plan_staging
@@ -91,7 +91,7 @@ def make_plan(ctx: SourceContext, sections: SectionsReport) -> PlanReport:
         for batch in _batches(section_staging, src.name, run_id, urls, moves):
             previous = store.manifest.sections(src.name, batch)
             current = section_staging.sections(src.name, run_id, batch)
-            plan = plan_refresh(
+            plan = plan_pages(
                 src.name,
                 previous,
                 current,

@@ -37,7 +37,7 @@ class SectionsReport:
     seconds: float = 0.0
 
 
-def current_sections(ctx: SourceContext, *, run_id: str) -> SectionsReport:
+def stage_sections(ctx: SourceContext, *, run_id: str) -> SectionsReport:
     started = time.time()
     src, store = ctx.source, ctx.store
     out = SectionsReport(source=src.name, run_id=run_id)

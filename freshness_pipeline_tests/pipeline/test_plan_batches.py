@@ -13,7 +13,7 @@ from freshness_pipeline.adapters.state.staging import Stage, StagedPage
 from freshness_pipeline.adapters.state.store import StateStore, migrate
 from freshness_pipeline.config import load_settings
 from freshness_pipeline.core.models import Action, Plan
-from freshness_pipeline.core.plan import plan_refresh
+from freshness_pipeline.core.plan import plan_pages
 from freshness_pipeline.core.segment import segment
 from freshness_pipeline.core.state import SourceState
 from freshness_pipeline.pipeline import planning
@@ -67,9 +67,9 @@ def test_batched_planning_equals_one_plan_over_every_page(tmp_path: Path, monkey
     store.staged_runs.finish("docs", "r1", Stage.SECTIONS, {})
     monkeypatch.setattr(planning, "PLAN_BATCH", 1)
 
-    report = planning.make_plan(ctx, SectionsReport("docs", "r1"))
+    report = planning.stage_plan(ctx, SectionsReport("docs", "r1"))
 
-    whole = plan_refresh("docs", previous, current, page_moves={BASE + "/a": BASE + "/b"}, seen_month="2026-01")
+    whole = plan_pages("docs", previous, current, page_moves={BASE + "/a": BASE + "/b"}, seen_month="2026-01")
     assert whole.moved and whole.key_redirects and whole.changed  # the case pairs across pages
     plan_staging = store.plan_staging
     staged = {(r.id, r.action, r.old_id) for batch in plan_staging.rows("docs", "r1", ACTIONS) for r, _ in batch}

@@ -17,7 +17,9 @@ from .planning import PlanReport
 
 
 @dataclass
-class StagedPlan:
+class PlanReader:
+    """One run's staged plan (named by `report`), read for the index stage."""
+
     ctx: SourceContext
     report: PlanReport
 
