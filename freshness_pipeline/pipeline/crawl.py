@@ -43,7 +43,11 @@ SAVE_BATCH = 500  # answers applied (and page rows with new text saved) at a tim
 
 @dataclass(slots=True)
 class CrawlReport:
+    """What the crawl found, and the run whose staging holds its page rows (`run_id`): the
+    section stage reads that staging, and hands the page counts on to the index stage."""
+
     source: str
+    run_id: str
     crawled: int = 0
     outcomes: dict[str, int] = field(default_factory=dict)
     changed_pages: int = 0  # pages whose normalized text differs from last time
@@ -59,14 +63,13 @@ class CrawlReport:
     tier: str | None = None
     seconds: float = 0.0
 
-    def counts(self) -> dict[str, int | float]:
-        """What the run line takes from the crawl (staged for the index stage)."""
+    def page_counts(self) -> dict[str, int]:
+        """What the run line takes from the crawl (handed on, report by report, to the index stage)."""
         return {
             "crawled": self.crawled,
             "errors": len(self.errors),
             "skipped": len(self.skipped),
             "flagged": len(self.flagged),
-            "seconds": self.seconds,
         }
 
     def pages_to_review(self) -> dict[str, dict[str, str]]:
@@ -88,10 +91,10 @@ def crawl(ctx: SourceContext, *, run_id: str, tier: str | None = None, allow_mas
     404 for a minute), they are held as errors instead, unless `allow_mass_gone` (the run's
     spike override); pages redirecting en masse to one URL are always held. The rules are
     `core/lifecycle.py`'s; this is the I/O around them. `run_id` opens the run's staging
-    (dropping any other run's) and receives the counts."""
+    (dropping any other run's), which the report names."""
     started = time.time()
     src, store = ctx.source, ctx.store
-    report, staging = CrawlReport(source=src.name, tier=tier), store.crawl_staging
+    report, staging = CrawlReport(source=src.name, run_id=run_id, tier=tier), store.crawl_staging
     with store.locks.lock(src.name):
         store.staged_runs.begin(src.name, run_id, Stage.CRAWL)
         known = store.pages.load(src.name, with_markdown=False)
@@ -136,7 +139,7 @@ def crawl(ctx: SourceContext, *, run_id: str, tier: str | None = None, allow_mas
         report.crawled = len(results)
         report.outcomes = dict(Counter(r.outcome.value for r in results))
         report.seconds = time.time() - started
-        store.staged_runs.finish(src.name, run_id, Stage.CRAWL, report.counts())
+        store.staged_runs.finish(src.name, run_id, Stage.CRAWL)
     return report
 
 

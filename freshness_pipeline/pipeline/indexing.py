@@ -15,10 +15,11 @@ work and takes its vectors from the cache (nothing paid twice). The manifest com
 one transaction; retired namespaces are dropped after it (and again by the next run if
 the process died in between).
 
-The plan is read from the run's staging batch by batch (`plan_reader.py`): embedding, upserts,
-payload updates, deletes and the commit stream over it. The counts it reports come from
-the plan and the upstream stages' staged counts. `FRESHNESS_CRASH_AT` (`faults.py`) kills
-the process at a named point, for the crash tests.
+The plan is read from the run's staging batch by batch (`plan_reader.py`): embedding,
+upserts, payload updates, deletes and the commit stream over it. The counts it reports
+come from the plan report it is handed (with the crawl's page counts, handed down) and
+its own writes. `FRESHNESS_CRASH_AT` (`faults.py`) kills the process at a named point,
+for the crash tests.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 
+from ..adapters.state.commit import StalePlan
+from ..adapters.state.staging import rerun_hint
 from ..adapters.vectorstores.base import VectorRecord
 from ..core.run_counts import run_line
 from ..core.spike import OVERRIDE_COUNT
@@ -88,7 +91,7 @@ def apply_plan(
     with store.locks.lock(src.name):
         _drop_retired(ctx)  # left over when a run died between its commit and its drop
         state = _current_state(ctx, planned)
-        upstream = plan.require()
+        plan.require()
         reindex = plan.reindex
         target = state.active_version + 1 if reindex else state.active_version
         ns = namespace(src.name, target)
@@ -110,7 +113,7 @@ def apply_plan(
         crash_point("verified")
 
         counts: dict[str, int | float] = {}
-        counts.update(_counts(planned, upstream["crawl"], written, orphans=removed, reindex=reindex))
+        counts.update(_counts(planned, written, orphans=removed, reindex=reindex))
         counts.update(golden, restored=restored)
         if spike_override:
             counts[OVERRIDE_COUNT] = 1
@@ -129,8 +132,7 @@ def apply_plan(
         crash_point("committed")
         _drop_retired(ctx)
     report = IndexReport(src.name, ns, counts, planned.reindex_reason, time.time() - started)
-    upstream_s = sum(float(upstream[k].get("seconds", 0.0)) for k in ("crawl", "sections"))
-    report.counts["seconds"] = round(report.seconds + planned.seconds + upstream_s, 3)
+    report.counts["seconds"] = round(report.seconds + planned.seconds + planned.upstream_seconds, 3)
     return report
 
 
@@ -156,10 +158,9 @@ def _current_state(ctx: SourceContext, planned: PlanReport) -> SourceState:
     if state is None:
         raise RuntimeError(f"source {ctx.name!r} was never crawled; materialize fetched_pages first")
     if state.generation != planned.base_generation:
-        raise RuntimeError(
-            f"source {ctx.name!r}: this diff_plan is stale (planned at generation "
-            f"{planned.base_generation}, the manifest is at {state.generation}); "
-            "re-materialize section_manifest and diff_plan"
+        raise StalePlan(
+            f"source {ctx.name!r}: the plan of run {planned.run_id} is stale (planned at generation "
+            f"{planned.base_generation}, the manifest is at {state.generation}); {rerun_hint(ctx.name)}"
         )
     return state
 
@@ -278,9 +279,10 @@ def _drop_retired(ctx: SourceContext) -> None:
         ctx.store.sources.save(state)
 
 
-def _counts(p: PlanReport, crawl: dict[str, float], w: _Written, *, orphans: int, reindex: bool) -> dict[str, int]:
-    """The run's counts: pages from the crawl's staged counts and the plan's change
-    events, records from the plan and what this stage wrote."""
+def _counts(p: PlanReport, w: _Written, *, orphans: int, reindex: bool) -> dict[str, int]:
+    """The run's counts: pages from the crawl's counts (handed down in the plan report) and
+    the plan's change events, records from the plan and what this stage wrote."""
+    crawl = p.crawl_counts
     crawled, errors, skipped = (int(crawl.get(k, 0)) for k in ("crawled", "errors", "skipped"))
     new, changed, gone = p.pages["new"], p.pages["changed"], p.pages["gone"]
     c = p.counts

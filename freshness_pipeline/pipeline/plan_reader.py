@@ -28,13 +28,11 @@ class PlanReader:
         self.reindex = self.report.reindex_reason is not None
         self._pages: list[StagedPage] | None = None
 
-    def require(self) -> dict[str, dict]:
-        """The upstream stages' counts; raises when this run's staged plan is gone."""
-        src, run, staged = self.ctx.name, self.report.run_id, self.ctx.store.staged_runs
-        staged.require(src, run, Stage.PLAN)
-        counts = {stage.value: staged.counts(src, run, stage) or {} for stage in (Stage.CRAWL, Stage.SECTIONS)}
+    def require(self) -> None:
+        """Raises `StagingGone` when this run's staged plan is gone."""
+        src, run = self.ctx.name, self.report.run_id
+        self.ctx.store.staged_runs.require(src, run, Stage.PLAN)
         self._pages = self.ctx.store.section_staging.pages(src, run)
-        return counts
 
     @property
     def errors(self) -> list[str]:

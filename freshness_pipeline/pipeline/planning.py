@@ -27,13 +27,17 @@ TOP_PAGES = 10
 
 @dataclass(slots=True)
 class PlanReport:
-    """What stage 3 staged for `run_id`: the plan's counts and the figures its checks read."""
+    """What stage 3 staged for `run_id`: the plan's counts and the figures its checks read,
+    with what the index stage's run line takes from the stages before it (`crawl_counts`,
+    `upstream_seconds`: the crawl's and the section stage's work)."""
 
     source: str
     run_id: str
     base_generation: int
     indexed_before: int  # records in the manifest when the plan was made
     reindex_reason: str | None = None
+    crawl_counts: dict[str, int] = field(default_factory=dict)
+    upstream_seconds: float = 0.0
     counts: dict[str, int] = field(default_factory=dict)  # sections: new, changed, ..., unchanged
     pages: Counter[str] = field(default_factory=Counter)  # change events by kind: new, changed, gone
     written: int = 0  # records to write (new, changed, moved)
@@ -80,6 +84,8 @@ def stage_plan(ctx: SourceContext, sections: SectionsReport) -> PlanReport:
             base_generation=state.generation if state else 0,
             indexed_before=store.manifest.count(src.name),
             reindex_reason=sections.reindex_reason,
+            crawl_counts=sections.crawl_counts,
+            upstream_seconds=sections.crawl_seconds + sections.seconds,
         )
         pages = section_staging.pages(src.name, run_id)
         moves = {p.url: p.moved_to for p in pages if p.moved_to}
@@ -105,7 +111,7 @@ def stage_plan(ctx: SourceContext, sections: SectionsReport) -> PlanReport:
         plan_staging.add_events(src.name, run_id, tally.gone(gone))
         tally.close()
         report.seconds = time.time() - started
-        store.staged_runs.finish(src.name, run_id, Stage.PLAN, {"seconds": report.seconds})
+        store.staged_runs.finish(src.name, run_id, Stage.PLAN)
     return report
 
 

@@ -83,8 +83,7 @@ def _main(sources: str, source: str, home: str, crash: str | None, embed_log: st
     ctx = SourceContext.open(load_settings(), source)
     run_id = uuid.uuid4().hex
     try:
-        crawl(ctx, run_id=run_id)
-        planned = stage_plan(ctx, stage_sections(ctx, run_id=run_id))
+        planned = stage_plan(ctx, stage_sections(ctx, crawl(ctx, run_id=run_id)))
         indexing.apply_plan(ctx, planned, run_id=run_id)
     except Exception as exc:
         with error_file(Path(embed_log)).open("a") as fh:

@@ -60,11 +60,11 @@ def test_batched_planning_equals_one_plan_over_every_page(tmp_path: Path, monkey
     store.manifest.commit(
         state, [Plan("docs", new=previous)], base_generation=0, replace_all=False, signatures={}, events=[], run=run
     )
-    store.staged_runs.begin("docs", "r1", Stage.SECTIONS)
+    store.staged_runs.begin("docs", "r1", Stage.CRAWL)
     pages = [StagedPage(BASE + "/a", moved_to=BASE + "/b"), *(StagedPage(BASE + p, signature="s") for p in AFTER)]
     store.section_staging.add_pages("docs", "r1", pages)
     store.section_staging.add_sections("docs", "r1", current)
-    store.staged_runs.finish("docs", "r1", Stage.SECTIONS, {})
+    store.staged_runs.finish("docs", "r1", Stage.SECTIONS)
     monkeypatch.setattr(planning, "PLAN_BATCH", 1)
 
     report = planning.stage_plan(ctx, SectionsReport("docs", "r1"))

@@ -38,8 +38,8 @@ def staged_rows(ctx: SourceContext) -> dict[str, int]:
 
 
 def refresh(ctx: SourceContext, run_id: str) -> dict:
-    crawl(ctx, run_id=run_id)
-    return apply_plan(ctx, stage_plan(ctx, stage_sections(ctx, run_id=run_id)), run_id=run_id).counts
+    crawled = crawl(ctx, run_id=run_id)
+    return apply_plan(ctx, stage_plan(ctx, stage_sections(ctx, crawled)), run_id=run_id).counts
 
 
 @contextmanager
@@ -82,18 +82,20 @@ def test_a_killed_runs_staging_never_reaches_a_later_plan(ctx: SourceContext) ->
     heading, _ = edited.pages["guide/page1.md"][0]
     edited.pages["guide/page1.md"][0] = (heading, paragraph(random.Random(1)))
     ctx.site.publish(edited.markdown())  # type: ignore[attr-defined]
-    crawl(ctx, run_id="run-A")
-    planned_a = stage_plan(ctx, stage_sections(ctx, run_id="run-A"))
+    crawled_a = crawl(ctx, run_id="run-A")
+    planned_a = stage_plan(ctx, stage_sections(ctx, crawled_a))
     assert planned_a.counts["changed"] == 1
     assert staged_rows(ctx)["staged_sections"] == 3
 
     # The site reverts before run B: B's crawl drops A's staging, and B plans nothing.
     ctx.site.publish(v0.markdown())  # type: ignore[attr-defined]
-    crawl(ctx, run_id="run-B")
+    crawled_b = crawl(ctx, run_id="run-B")
     assert set(staged_rows(ctx)) == {"staged_runs"}, "run A's staging outlived run B's start"
     with pytest.raises(StagingGone, match="run-A"):  # A's plan, resumed now, commits nothing
         apply_plan(ctx, planned_a, run_id="run-A")
-    planned_b = stage_plan(ctx, stage_sections(ctx, run_id="run-B"))
+    with pytest.raises(StagingGone, match="freshness run --source docs"):  # nor do A's pages
+        stage_sections(ctx, crawled_a)
+    planned_b = stage_plan(ctx, stage_sections(ctx, crawled_b))
     assert (planned_b.written, planned_b.deletes) == (0, 0), planned_b
     counts = apply_plan(ctx, planned_b, run_id="run-B").counts
     assert counts["embedded"] == counts["upserted"] == 0
@@ -139,7 +141,7 @@ def test_a_crawl_stages_and_saves_only_the_texts_that_changed(ctx: SourceContext
     assert {u: t for u, t in after.items() if u != page2} == {u: t for u, t in stored.items() if u != page2}
     assert after[page2] != stored[page2]
     assert ctx.store.pages.markdown("docs", list(stored)) == stored  # not committed yet
-    counts = apply_plan(ctx, stage_plan(ctx, stage_sections(ctx, run_id="run-1")), run_id="run-1").counts
+    counts = apply_plan(ctx, stage_plan(ctx, stage_sections(ctx, report)), run_id="run-1").counts
     assert counts["embedded"] == 1 and counts["deleted"] == 0
     assert ctx.store.pages.markdown("docs", list(stored)) == after
 

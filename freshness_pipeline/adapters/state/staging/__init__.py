@@ -11,12 +11,12 @@ executor) reads the same rows. One repository per stage, as the store is split b
 - `PlanStaging`: the plan's rows, change events and key redirects.
 
 A run's staging is dropped by its manifest commit, and every other run's by the start of a
-later crawl (`StagedRuns.begin`): a killed run's staging never reaches a later run's plan.
+later run's crawl (`StagedRuns.begin`): a killed run's staging never reaches a later run's plan.
 """
 
 from .crawl import CrawlStaging, promote_page_rows
 from .plan import PlanRow, PlanStaging
-from .runs import Stage, StagedRuns, StagingGone
+from .runs import Stage, StagedRuns, StagingGone, rerun_hint
 from .sections import SectionStaging, StagedPage
 
 __all__ = [
@@ -29,4 +29,5 @@ __all__ = [
     "StagedRuns",
     "StagingGone",
     "promote_page_rows",
+    "rerun_hint",
 ]

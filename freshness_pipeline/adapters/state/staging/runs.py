@@ -1,10 +1,13 @@
-"""Which runs have staging, and which of their stages finished (`staged_runs`)."""
+"""Which runs have staging, and which of their stages finished (`staged_runs`).
+
+A run's staging is opened by its crawl (`begin`, which drops every other run's of the
+source); each later stage requires the one before it to have finished (`require`) and
+clears what it staged itself before, when it runs again (`restart`)."""
 
 from __future__ import annotations
 
 import time
 from enum import StrEnum
-from typing import Any
 
 from sqlalchemy import Engine, Table, delete, select, update
 
@@ -43,6 +46,15 @@ class StagingGone(RuntimeError):
     """The staged work a stage needs is not there (a later run started, or it was committed)."""
 
 
+def rerun_hint(source: str) -> str:
+    """What to run when a stage's input is gone or out of date: the whole refresh of the
+    source, since every stage reads what the one before it staged in the same run."""
+    return (
+        f"run the whole refresh of the source instead (the refresh job for partition {source!r}, "
+        f"or `freshness run --source {source}`), not one of its assets"
+    )
+
+
 class StagedRuns:
     """A run's staging as a whole (`StateStore.staged_runs`)."""
 
@@ -72,27 +84,25 @@ class StagedRuns:
                 cleared["template_blocks"] = None
             conn.execute(update(r).where(r.c.source == source, r.c.run_id == run_id).values(cleared))
 
-    def finish(self, source: str, run_id: str, stage: Stage, counts: dict[str, Any]) -> None:
-        """Record that `stage` staged all its work for `run_id`, with its counts."""
+    def finish(self, source: str, run_id: str, stage: Stage) -> None:
+        """Record that `stage` staged all its work for `run_id`."""
         r = schema.staged_runs
+        done = {stage.value: {"finished_at": time.time()}}
         with self.engine.begin() as conn:
-            conn.execute(update(r).where(r.c.source == source, r.c.run_id == run_id).values({stage.value: counts}))
+            conn.execute(update(r).where(r.c.source == source, r.c.run_id == run_id).values(done))
 
-    def counts(self, source: str, run_id: str, stage: Stage) -> dict[str, Any] | None:
-        """`stage`'s counts for `run_id`, None unless it finished and its staging is still there."""
+    def require(self, source: str, run_id: str, stage: Stage) -> None:
+        """Raises `StagingGone` (in one line naming what to run instead) unless `stage`
+        finished staging its work for `run_id` and that work is still there."""
         r = schema.staged_runs
         with self.engine.connect() as conn:
-            return conn.execute(select(r.c[stage.value]).where(r.c.source == source, r.c.run_id == run_id)).scalar()
-
-    def require(self, source: str, run_id: str, stage: Stage) -> dict[str, Any]:
-        """`stage`'s counts; raises `StagingGone` when its staged work is not there."""
-        counts = self.counts(source, run_id, stage)
-        if counts is None:
+            q = select(r.c[stage.value]).where(r.c.source == source, r.c.run_id == run_id)
+            finished = conn.execute(q).scalar()
+        if finished is None:
             raise StagingGone(
-                f"source {source!r}: the work staged by {stage} in run {run_id} is gone (a later run "
-                "started, or it was committed); re-materialize section_manifest and diff_plan"
+                f"source {source!r}: what run {run_id}'s {stage} stage staged is gone (a later run of "
+                f"the source started, or this one committed it); {rerun_hint(source)}"
             )
-        return counts
 
     def drop(self, source: str, run_id: str) -> None:
         with self.engine.begin() as conn:
