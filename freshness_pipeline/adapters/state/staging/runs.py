@@ -108,8 +108,3 @@ class StagedRuns:
         with self.engine.begin() as conn:
             for t in _TABLES:
                 conn.execute(delete(t).where(t.c.source == source, t.c.run_id == run_id))
-
-    def runs(self, source: str) -> list[str]:
-        r = schema.staged_runs
-        with self.engine.connect() as conn:
-            return list(conn.execute(select(r.c.run_id).where(r.c.source == source)).scalars())
