@@ -71,6 +71,26 @@ def test_materialize_records_what_the_ui_plots(sources: Path, site: DocsSite, in
     assert {e.check_name for e in result.get_asset_check_evaluations()} == of_these
 
 
+def test_every_asset_loads_what_it_depends_on_and_every_output_is_read() -> None:
+    """The asset graph shows every input: each upstream is an input the asset loads (no bare
+    `deps`), and every refresh asset's output is some asset's input."""
+    graph = defs.resolve_job_def("refresh").asset_layer.asset_graph
+    inputs: dict[str, set[str]] = {}
+    for key in graph.get_all_asset_keys():
+        node = defs.resolve_assets_def(key)
+        loaded = {i.name for i in node.op.input_defs if not i.dagster_type.is_nothing}
+        names = {n: k.to_user_string() for n, k in node.keys_by_input_name.items()}
+        assert set(names) == loaded, f"{key.to_user_string()} depends on what it does not load"
+        inputs[key.to_user_string()] = set(names.values())
+    assert inputs == {
+        "fetched_pages": set(),
+        "section_manifest": {"fetched_pages"},
+        "diff_plan": {"section_manifest"},
+        "vector_index": {"diff_plan"},
+        "freshness_metrics": {"diff_plan", "vector_index"},
+    }
+
+
 def test_definitions_load_with_checks_pool_and_versions() -> None:
     dg.Definitions.validate_loadable(defs)
     job = defs.resolve_job_def("refresh")
