@@ -104,6 +104,24 @@ class FuzzyMatch:
     added_words: tuple[str, ...]
 
 
+class Action(StrEnum):
+    """What a plan does to one record, as the staged plan names each row."""
+
+    NEW = "new"  # a section the index does not hold: embed and write
+    CHANGED = "changed"  # its retrieval text changed: embed and write
+    MOVED = "moved"  # its text under a new key: write with the old record's vector, delete that one
+    PAYLOAD = "payload"  # same retrieval text, new links, title or date: metadata only
+    FUZZY = "fuzzy"  # a payload update whose edit the fuzzy match forgave: the indexed retrieval text stays
+    UNCHANGED = "unchanged"
+    REMOVED = "removed"  # no section holds it any more: delete
+
+
+UPSERT_ACTIONS = (Action.NEW, Action.CHANGED, Action.MOVED)  # a record written with its vector
+PAYLOAD_ACTIONS = (Action.PAYLOAD, Action.FUZZY)  # a record's metadata rewritten in place
+CURRENT_ACTIONS = (*UPSERT_ACTIONS, *PAYLOAD_ACTIONS, Action.UNCHANGED)  # every current section
+TOUCHED_ACTIONS = (*UPSERT_ACTIONS, *PAYLOAD_ACTIONS, Action.REMOVED)  # a record the index step writes or deletes
+
+
 @dataclass(frozen=True, slots=True)
 class Move:
     """A section that kept its text but changed key (page redirect or renamed heading)."""

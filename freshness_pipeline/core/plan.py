@@ -27,7 +27,7 @@ from .models import FuzzyMatch, Move, Plan, Section
 RENAME_MIN_SIMILARITY = 0.5
 
 
-def plan_refresh(
+def plan_pages(
     source: str,
     previous: Iterable[Section],
     current: Iterable[Section],

@@ -1,10 +1,12 @@
 """The four assets, one partition per source: fetch -> sections -> plan -> index.
 
 Each asset is one call into `freshness_pipeline.pipeline` plus the metadata Dagster plots.
-Their outputs are small (counts, reasons, the id of the run whose staged work they name)
-and go through the IO manager; the bulk between stages (extracts, sections, the plan) is
-staged in the state store under the run's id, and the pages, the manifest and the vectors
-live in the state store and the vector store.
+Each reads only what its declared upstream produced: its report, through the IO manager
+(small: counts, reasons, and the id of the run whose staged work it names), and the staged
+rows that report names. The bulk between stages (extracts, sections, the plan) is staged
+in the state store under that run id; the pages, the manifest and the vectors live in the
+state store and the vector store. A report whose staged work is gone (a later run of the
+source started, or it was committed) fails the step in one line naming what to run.
 
 The normalizer, chunker and embedding-model versions are the assets' `code_version`s, so
 the UI marks what a version bump made out of date (the re-index itself is launched by
@@ -14,10 +16,13 @@ the UI marks what a version bump made out of date (the re-index itself is launch
 import logging
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Literal
 
 import dagster as dg
 
+from ..adapters.state.commit import StalePlan
+from ..adapters.state.staging import StagingGone
 from ..config import ConfigError, Settings, load_settings
 from ..core.noise import NORMALIZER_VERSION
 from ..core.segment import CHUNKER_VERSION
@@ -25,17 +30,19 @@ from ..core.tiers import TIERS
 from ..pipeline.context import versions_for
 from ..pipeline.crawl import CrawlReport, crawl
 from ..pipeline.indexing import IndexReport, apply_plan
-from ..pipeline.planning import PlanReport, make_plan
-from ..pipeline.sections import SectionsReport, current_sections
+from ..pipeline.planning import PlanReport, stage_plan
+from ..pipeline.sections import SectionsReport, stage_sections
 from .checks import (
     CHANGE_SPIKE,
     FLAGGED_PAGES,
     PAGES_NOT_CHECKED,
+    RECONCILE_CLEAN,
     SOURCE_FRESH,
     STALE_SHARE,
     change_spike,
     flagged_pages,
     pages_not_checked,
+    reconcile_clean,
     source_fresh,
     stale_share,
 )
@@ -107,6 +114,16 @@ def stage_tags(stage: str) -> dict[str, str]:
     return {"pipeline": "freshness", "stage": stage}
 
 
+@contextmanager
+def _one_line_failure() -> Iterator[None]:
+    """A step whose input names staged work that is gone, or a plan made before another
+    commit, fails with the error's one line (what to run instead) and is not retried."""
+    try:
+        yield
+    except (StagingGone, StalePlan) as exc:
+        raise dg.Failure(description=str(exc), allow_retries=False) from exc
+
+
 # Read once per code-location load; metrics_assets.py reuses it.
 SETTINGS_AT_LOAD = _settings_at_load()
 
@@ -170,12 +187,14 @@ def fetched_pages(
     owners=catalog_owners(SETTINGS_AT_LOAD),
     tags=stage_tags("sections"),
     code_version=f"normalizer-{NORMALIZER_VERSION}+chunker-{CHUNKER_VERSION}",
-    deps=[fetched_pages],  # reads the pages it wrote: the state store, not its output
-    description="Sections (URL + heading path keys) of every page whose text may have changed.",
+    description="Sections (URL + heading path keys) of every page whose text may have changed, "
+    "staged for diff_plan (the manifest itself changes only in vector_index's commit).",
 )
-def section_manifest(context: dg.AssetExecutionContext, freshness: FreshnessResource) -> dg.Output[SectionsReport]:
-    with freshness.open(context.partition_key) as ctx:
-        out = current_sections(ctx, run_id=context.run.run_id)
+def section_manifest(
+    context: dg.AssetExecutionContext, freshness: FreshnessResource, fetched_pages: CrawlReport
+) -> dg.Output[SectionsReport]:
+    with freshness.open(context.partition_key) as ctx, _one_line_failure():
+        out = stage_sections(ctx, fetched_pages)  # the pages as that crawl staged them
     if out.reindex_reason:
         context.log.warning(f"{out.source}: full re-index: {out.reindex_reason}")
     return dg.Output(
@@ -207,23 +226,23 @@ def diff_plan(
     context: dg.AssetExecutionContext, freshness: FreshnessResource, section_manifest: SectionsReport
 ) -> Iterator[dg.Output[PlanReport] | dg.AssetCheckResult]:
     allow = context.run.tags.get(ALLOW_SPIKE_TAG, "").lower() == "true"
-    with freshness.open(context.partition_key) as ctx:
-        staged = make_plan(ctx, section_manifest)
-        checks = [stale_share(staged, ctx.source.checks), change_spike(ctx, staged, allowed=allow)]
-    for f in staged.fuzzy:
+    with freshness.open(context.partition_key) as ctx, _one_line_failure():
+        plan = stage_plan(ctx, section_manifest)
+        checks = [stale_share(plan, ctx.source.checks), change_spike(ctx, plan, allowed=allow)]
+    for f in plan.fuzzy:
         context.log.info(
             f"fuzzy unchanged {f.id} ({f.url}, distance {f.distance}): "
             f"-{' '.join(f.removed_words)} +{' '.join(f.added_words)}"
         )
     yield dg.Output(
-        staged,
+        plan,
         metadata={
-            **{f"sections_{k}": v for k, v in staged.counts.items()},
-            "stale_share": round(staged.stale_share, 4),
-            "change_share": round(staged.change_share, 4),
-            "indexed_before": staged.indexed_before,
-            "seconds": round(staged.seconds, 3),
-            "top_changed_pages": table(staged.top_pages(), ("page", "sections written")),
+            **{f"sections_{k}": v for k, v in plan.counts.items()},
+            "stale_share": round(plan.stale_share, 4),
+            "change_share": round(plan.change_share, 4),
+            "indexed_before": plan.indexed_before,
+            "seconds": round(plan.seconds, 3),
+            "top_changed_pages": table(plan.top_pages(), ("page", "sections written")),
         },
     )
     yield from checks
@@ -238,37 +257,37 @@ def diff_plan(
     code_version=f"index-1+{model_code_version(SETTINGS_AT_LOAD)}",
     pool=EMBEDDINGS_POOL,
     op_tags={CELERY_QUEUE_TAG: EMBEDDINGS_QUEUE},  # under the celery executor: the embedding workers
-    check_specs=[SOURCE_FRESH],
+    check_specs=[SOURCE_FRESH, RECONCILE_CLEAN],
     description="The vector index: embed the queue, upsert, delete, then commit the manifest. "
     "Does not run when diff_plan's blocking change-spike check fails. Its freshness is judged per "
-    "source by the source_fresh check.",
+    "source by the source_fresh check; reconcile_clean compares it with the manifest after the commit.",
 )
 def vector_index(
     context: dg.AssetExecutionContext, freshness: FreshnessResource, diff_plan: PlanReport
 ) -> Iterator[dg.Output[IndexReport] | dg.AssetCheckResult]:
     with freshness.open(context.partition_key) as ctx:
         allow = context.run.tags.get(ALLOW_SPIKE_TAG, "").lower() == "true"
-        report = apply_plan(ctx, diff_plan, run_id=context.run.run_id, spike_override=allow)
+        with _one_line_failure():
+            report = apply_plan(ctx, diff_plan, run_id=context.run.run_id, spike_override=allow)
         last = ctx.store.runs.recent(ctx.name, limit=1)
-        fresh = source_fresh(ctx.source, float(last[0]["finished_at"]) if last else None)
-        uri = index_uri(ctx.settings, report.namespace)
-        rows = ctx.store.manifest.count(ctx.name)
-    context.log.info(f"{report.source}: {report.line()}")
-    yield dg.Output(
-        report,
-        metadata={
-            **report.counts,
-            "stale_share": round(diff_plan.stale_share, 4),
-            "change_share": round(diff_plan.change_share, 4),
-            "run_start_to_searchable_s": _seconds_since_run_start(context),
-            "namespace": report.namespace,
-            **({"reindex_reason": report.reindex_reason} if report.reindex_reason else {}),
-            "top_changed_pages": table(diff_plan.top_pages(), ("page", "sections written")),
-            ROW_COUNT: dg.MetadataValue.int(rows),  # the source's sections indexed, after the commit
-            URI: dg.MetadataValue.text(uri),
-        },
-    )
-    yield fresh
+        context.log.info(f"{report.source}: {report.line()}")
+        yield dg.Output(
+            report,
+            metadata={
+                **report.counts,
+                "stale_share": round(diff_plan.stale_share, 4),
+                "change_share": round(diff_plan.change_share, 4),
+                "run_start_to_searchable_s": _seconds_since_run_start(context),
+                "namespace": report.namespace,
+                **({"reindex_reason": report.reindex_reason} if report.reindex_reason else {}),
+                "top_changed_pages": table(diff_plan.top_pages(), ("page", "sections written")),
+                # the source's sections indexed, after the commit
+                ROW_COUNT: dg.MetadataValue.int(ctx.store.manifest.count(ctx.name)),
+                URI: dg.MetadataValue.text(index_uri(ctx.settings, report.namespace)),
+            },
+        )
+        yield source_fresh(ctx.source, float(last[0]["finished_at"]) if last else None)
+        yield reconcile_clean(ctx)  # the stores as the commit left them, in this step
 
 
 def _seconds_since_run_start(context: dg.AssetExecutionContext) -> float:

@@ -8,7 +8,8 @@
 - `fetched_pages` / `flagged_pages`: soft 404s, bot walls, repeated errors, as WARN.
 - `fetched_pages` / `pages_not_checked`: pages the run skipped or could not fetch; WARN,
   ERROR when they are most of the run's pages (robots.txt unreachable, a site down).
-- `vector_index` / `reconcile_clean`: the manifest equals what the vector store holds.
+- `vector_index` / `reconcile_clean`: the manifest equals what the vector store holds, once
+  the commit landed.
 - `vector_index` / `source_fresh`: the source's last committed refresh against its own tier
   cadence: WARN once its fastest tier's interval passed, ERROR once its slowest one's did.
   Reported by each refresh (passing) and by `source_freshness_sensor` between runs, so a
@@ -16,12 +17,10 @@
 - `freshness_metrics` / `freshness_alert`: the freshness score of the index after the commit
   (the drift this run repaired left out) under `checks.freshness_alert`: WARN.
 
-The first four judge the report their asset's step just made, so they run inside that step
-(the specs below are the assets' `check_specs`; the functions build their results). As
-steps of their own they cost every run four more steps, each with its own events, input
-loads and, under the Celery executor, a task: a quiet in-process refresh of the demo site
-took 1.03 s that way, 0.91 s this way (`python -m bench.overhead`). `reconcile_clean`
-reads the stores after the commit rather than a report, so it stays a step of its own.
+Every check runs inside its asset's step (the specs below are the assets' `check_specs`;
+the functions build their results): as steps of their own they would cost every run more
+steps, each with its own events, input loads and, under the Celery executor, a task.
+`reconcile_clean` reads the stores rather than a report, after the commit in the same step.
 """
 
 import time
@@ -42,7 +41,6 @@ from ..pipeline.planning import PlanReport, changed_sample
 from ..pipeline.reconcile import reconcile
 from .metadata import table
 from .partitions import sources_partitions
-from .resources import FreshnessResource
 from .tags import ALLOW_SPIKE_TAG
 
 SUSPECT_SAMPLE = 300  # changed sections compared word by word for the suspects
@@ -92,6 +90,13 @@ PAGES_NOT_CHECKED = dg.AssetCheckSpec(
 )
 
 
+RECONCILE_CLEAN = dg.AssetCheckSpec(
+    "reconcile_clean",
+    asset="vector_index",
+    partitions_def=sources_partitions,
+    description="The manifest equals what the vector store holds: no orphans, nothing missing, "
+    "no hash mismatch. ERROR on drift.",
+)
 SOURCE_FRESH = dg.AssetCheckSpec(
     "source_fresh",
     asset="vector_index",
@@ -211,17 +216,12 @@ def _spike_story(
     )
 
 
-@dg.asset_check(
-    asset="vector_index",
-    partitions_def=sources_partitions,
-    description="The manifest equals what the vector store holds: no orphans, nothing missing, "
-    "no hash mismatch. ERROR on drift.",
-)
-def reconcile_clean(context: dg.AssetCheckExecutionContext, freshness: FreshnessResource) -> dg.AssetCheckResult:
-    with freshness.open(context.partition_key) as ctx:
-        report = reconcile(ctx)
+def reconcile_clean(ctx: SourceContext) -> dg.AssetCheckResult:
+    """The source's manifest against its vector store (waits for the source's lock)."""
+    report = reconcile(ctx)
     lists = {"orphans": report.orphans, "missing": report.missing, "mismatched": report.mismatched}
     return dg.AssetCheckResult(
+        check_name=RECONCILE_CLEAN.name,
         passed=report.clean,
         severity=dg.AssetCheckSeverity.ERROR,
         description=f"{report.namespace or 'nothing indexed'}: {report.records} records match the manifest"
@@ -339,6 +339,3 @@ def freshness_alert(report: FreshnessReport, policy: CheckPolicy) -> dg.AssetChe
         description=head + (f": {'; '.join(reasons)}" if reasons and not passed else ""),
         metadata={"score_after_commit": round(score, 4), "alert_at": policy.freshness_alert},
     )
-
-
-refresh_checks = [reconcile_clean]  # the others are `check_specs` of their assets

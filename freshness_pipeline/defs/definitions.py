@@ -1,6 +1,6 @@
 """The code location: `dagster dev` / `dg dev` in the repo root load `defs` from here.
 
-Add new assets, checks or sensors to the lists below. The deployment picks, through the
+Add new assets or sensors to the lists below (checks are their assets' `check_specs`). The deployment picks, through the
 environment of the process that loads the location:
 
 - `FRESHNESS_EXECUTOR`: `default` (Dagster's multiprocess executor, or in-process by run
@@ -16,7 +16,6 @@ import dagster as dg
 
 from .assets import refresh_assets, refresh_job
 from .attempts_sensor import failed_refresh_attempts
-from .checks import refresh_checks
 from .executors import refresh_executor
 from .metrics_assets import freshness_metrics
 from .resources import FreshnessResource
@@ -24,13 +23,11 @@ from .sensors import refresh_sensors
 from .source_freshness import source_freshness_sensor
 
 assets: list = [*refresh_assets, freshness_metrics]
-asset_checks: list = [*refresh_checks]
 sensors: list = [*refresh_sensors, source_freshness_sensor, failed_refresh_attempts]
 jobs: list = [refresh_job]
 
 defs = dg.Definitions(
     assets=assets,
-    asset_checks=asset_checks,
     sensors=sensors,
     jobs=jobs,
     executor=refresh_executor(),

@@ -18,6 +18,7 @@ from urllib.parse import urljoin
 
 from .. import progress
 from ..adapters.fetch import Discovery, DiscoveryError, Fetcher, Target
+from ..adapters.state.staging import Stage
 from ..config import Source
 from ..core.lifecycle import (
     Answer,
@@ -42,7 +43,11 @@ SAVE_BATCH = 500  # answers applied (and page rows with new text saved) at a tim
 
 @dataclass(slots=True)
 class CrawlReport:
+    """What the crawl found, and the run whose staging holds its page rows (`run_id`): the
+    section stage reads that staging, and hands the page counts on to the index stage."""
+
     source: str
+    run_id: str
     crawled: int = 0
     outcomes: dict[str, int] = field(default_factory=dict)
     changed_pages: int = 0  # pages whose normalized text differs from last time
@@ -58,14 +63,13 @@ class CrawlReport:
     tier: str | None = None
     seconds: float = 0.0
 
-    def counts(self) -> dict[str, int | float]:
-        """What the run line takes from the crawl (staged for the index stage)."""
+    def page_counts(self) -> dict[str, int]:
+        """What the run line takes from the crawl (handed on, report by report, to the index stage)."""
         return {
             "crawled": self.crawled,
             "errors": len(self.errors),
             "skipped": len(self.skipped),
             "flagged": len(self.flagged),
-            "seconds": self.seconds,
         }
 
     def pages_to_review(self) -> dict[str, dict[str, str]]:
@@ -87,12 +91,12 @@ def crawl(ctx: SourceContext, *, run_id: str, tier: str | None = None, allow_mas
     404 for a minute), they are held as errors instead, unless `allow_mass_gone` (the run's
     spike override); pages redirecting en masse to one URL are always held. The rules are
     `core/lifecycle.py`'s; this is the I/O around them. `run_id` opens the run's staging
-    (dropping any other run's) and receives the counts."""
+    (dropping any other run's), which the report names."""
     started = time.time()
     src, store = ctx.source, ctx.store
-    report, staging = CrawlReport(source=src.name, tier=tier), store.staging
+    report, staging = CrawlReport(source=src.name, run_id=run_id, tier=tier), store.crawl_staging
     with store.locks.lock(src.name):
-        staging.begin(src.name, run_id, "crawl")
+        store.staged_runs.begin(src.name, run_id, Stage.CRAWL)
         known = store.pages.load(src.name, with_markdown=False)
         rules_changed = _rules_changed(ctx)
         results: list[FetchResult] = []
@@ -135,7 +139,7 @@ def crawl(ctx: SourceContext, *, run_id: str, tier: str | None = None, allow_mas
         report.crawled = len(results)
         report.outcomes = dict(Counter(r.outcome.value for r in results))
         report.seconds = time.time() - started
-        staging.finish(src.name, run_id, "crawl", report.counts())
+        store.staged_runs.finish(src.name, run_id, Stage.CRAWL)
     return report
 
 
@@ -152,7 +156,7 @@ def _save_rows(
     tier_rules = ctx.source.tiers.url_rules()
     for row in rows.values():
         row.tier = tier_for(row.url, tier_rules, change_times=row.change_times, first_seen=row.first_seen, now=now)
-    ctx.store.staging.save_page_rows(ctx.name, run_id, rows.values())  # rows without their text keep it
+    ctx.store.crawl_staging.save_page_rows(ctx.name, run_id, rows.values())  # rows without their text keep it
     pages = {**known, **rows}
     report.tiers = dict(Counter(p.tier for p in pages.values() if p.state == "live"))
     report.for_review = {u: p.flag for u, p in sorted(pages.items()) if p.flag}
@@ -196,7 +200,7 @@ def _apply_in_batches(
     for i in range(0, len(results), SAVE_BATCH):
         part = results[i : i + SAVE_BATCH]
         ok = [r.url for r in part if r.outcome is Outcome.OK]
-        staged = ctx.store.staging.extracts(ctx.name, run_id, [u for u in ok if u not in same])
+        staged = ctx.store.crawl_staging.extracts(ctx.name, run_id, [u for u in ok if u not in same])
         texts = {url: PageText(url, *ext) for url, ext in staged.items()}
         stored = ctx.store.pages.markdown(ctx.name, [u for u in ok if u in same])
         texts |= {url: PageText(url, markdown, *same[url]) for url, markdown in stored.items()}
@@ -210,10 +214,10 @@ def _apply_in_batches(
             and row.state == "live"
             and row.url not in landing
         ]
-        ctx.store.staging.save_page_rows(ctx.name, run_id, done)
+        ctx.store.crawl_staging.save_page_rows(ctx.name, run_id, done)
         for row in done:
             row.markdown = None  # staged: the final save keeps it
-    ctx.store.staging.drop_extracts(ctx.name, run_id)
+    ctx.store.crawl_staging.drop_extracts(ctx.name, run_id)
 
 
 def _discover(ctx: SourceContext, fetcher: Fetcher, known: dict[str, PageRow], *, fresh: bool) -> Discovery:
@@ -371,4 +375,4 @@ def _learn_templates(ctx: SourceContext, live: list[str], run_id: str, *, change
     texts = (md for _, md in store.pages.iter_markdown(src.name, live, run_id=run_id))  # not all at once
     learned = sorted(learn_template_blocks(texts, share=src.noise.repeated_block_share, keep=state.template_blocks))
     if learned != sorted(state.template_blocks):
-        store.staging.stage_template_blocks(src.name, run_id, learned)
+        store.crawl_staging.save_template_blocks(src.name, run_id, learned)

@@ -15,10 +15,11 @@ work and takes its vectors from the cache (nothing paid twice). The manifest com
 one transaction; retired namespaces are dropped after it (and again by the next run if
 the process died in between).
 
-The plan is read from the run's staging batch by batch (`staged.py`): embedding, upserts,
-payload updates, deletes and the commit stream over it. The counts it reports come from
-the plan and the upstream stages' staged counts. `FRESHNESS_CRASH_AT` (`faults.py`) kills
-the process at a named point, for the crash tests.
+The plan is read from the run's staging batch by batch (`plan_reader.py`): embedding,
+upserts, payload updates, deletes and the commit stream over it. The counts it reports
+come from the plan report it is handed (with the crawl's page counts, handed down) and
+its own writes. `FRESHNESS_CRASH_AT` (`faults.py`) kills the process at a named point,
+for the crash tests.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 
+from ..adapters.state.commit import StalePlan
+from ..adapters.state.staging import rerun_hint
 from ..adapters.vectorstores.base import VectorRecord
 from ..core.run_counts import run_line
 from ..core.spike import OVERRIDE_COUNT
@@ -34,9 +37,9 @@ from ..core.state import SourceState
 from ..core.versions import namespace
 from .context import SourceContext
 from .faults import CRASH_ENV, CRASH_POINTS, crash_point
+from .plan_reader import PlanReader
 from .planning import PlanReport
 from .records import UncachedVectorsError, embed_uncached, metadata, record, restore_from_manifest, vectors_for
-from .staged import StagedPlan
 
 __all__ = [
     "CRASH_ENV",
@@ -84,53 +87,52 @@ def apply_plan(
     started = time.time()
     # `ctx.vectors` is opened on first use: a quiet run never pays for the vector store.
     src, store = ctx.source, ctx.store
-    staged = StagedPlan(ctx, planned)
+    plan = PlanReader(ctx, planned)
     with store.locks.lock(src.name):
         _drop_retired(ctx)  # left over when a run died between its commit and its drop
         state = _current_state(ctx, planned)
-        upstream = staged.require()
-        reindex = staged.reindex
+        plan.require()
+        reindex = plan.reindex
         target = state.active_version + 1 if reindex else state.active_version
         ns = namespace(src.name, target)
 
-        removed, restored = _recover(ctx, state, ns, staged.owns)
+        removed, restored = _recover(ctx, state, ns, plan.owns)
         crash_point("recovered")
-        for ids in staged.touched():
+        for ids in plan.touched():
             store.intents.add(src.name, ns, ids)
         crash_point("intents")
 
-        written = _write(ctx, ns, target, staged)
+        written = _write(ctx, ns, target, plan)
         golden: dict[str, float] = {}
         if reindex:
             removed += _verify_complete(ctx, ns, written.hashes)
-            golden = _golden_gate(ctx, ns, staged.current_hashes)
+            golden = _golden_gate(ctx, ns, plan.current_hashes)
         if written.upserted or written.payload or written.deleted or removed or restored:
             # What readers see moves to this run's writes only now that all of them landed.
             ctx.vectors.mark_committed(ns)
         crash_point("verified")
 
         counts: dict[str, int | float] = {}
-        counts.update(_counts(planned, upstream["crawl"], written, orphans=removed, reindex=reindex))
+        counts.update(_counts(planned, written, orphans=removed, reindex=reindex))
         counts.update(golden, restored=restored)
         if spike_override:
             counts[OVERRIDE_COUNT] = 1
         run = {"run_id": run_id, "started_at": started, "counts": counts, "reason": planned.reindex_reason}
         store.manifest.commit(
             _next_state(ctx, state, target, reindex=reindex),
-            staged.manifest_changes(),
+            plan.manifest_changes(),
             base_generation=planned.base_generation,
             replace_all=reindex,
-            signatures=staged.signatures(),
-            events=staged.staging.events(src.name, planned.run_id),
+            signatures=plan.signatures(),
+            events=store.plan_staging.events(src.name, planned.run_id),
             run={**run, "finished_at": time.time()},
             staged_run=planned.run_id,  # the crawl's page rows become the pages' only now
         )
-        staged.drop()
+        plan.drop()
         crash_point("committed")
         _drop_retired(ctx)
     report = IndexReport(src.name, ns, counts, planned.reindex_reason, time.time() - started)
-    upstream_s = sum(float(upstream[k].get("seconds", 0.0)) for k in ("crawl", "sections"))
-    report.counts["seconds"] = round(report.seconds + planned.seconds + upstream_s, 3)
+    report.counts["seconds"] = round(report.seconds + planned.seconds + planned.upstream_seconds, 3)
     return report
 
 
@@ -156,23 +158,22 @@ def _current_state(ctx: SourceContext, planned: PlanReport) -> SourceState:
     if state is None:
         raise RuntimeError(f"source {ctx.name!r} was never crawled; materialize fetched_pages first")
     if state.generation != planned.base_generation:
-        raise RuntimeError(
-            f"source {ctx.name!r}: this diff_plan is stale (planned at generation "
-            f"{planned.base_generation}, the manifest is at {state.generation}); "
-            "re-materialize section_manifest and diff_plan"
+        raise StalePlan(
+            f"source {ctx.name!r}: the plan of run {planned.run_id} is stale (planned at generation "
+            f"{planned.base_generation}, the manifest is at {state.generation}); {rerun_hint(ctx.name)}"
         )
     return state
 
 
-def _write(ctx: SourceContext, ns: str, version: int, staged: StagedPlan) -> _Written:
+def _write(ctx: SourceContext, ns: str, version: int, plan: PlanReader) -> _Written:
     """Embed (cache first, every text before any upsert), upsert, update payloads in
     place, delete: each streamed over the staged plan."""
     out = _Written()
-    total = None if staged.reindex else staged.report.written  # at most this many to embed
-    out.embedded = embed_uncached(ctx, staged.upserts(), total=total)
+    total = None if plan.reindex else plan.report.written  # at most this many to embed
+    out.embedded = embed_uncached(ctx, plan.upserts(), total=total)
     batch = ctx.settings.vector_store.upsert_batch
     pending: list[VectorRecord] = []  # across the staged batches: LanceDB's merge costs the table's size per call
-    for part in staged.upserts():
+    for part in plan.upserts():
         vecs, _ = vectors_for(ctx, part)  # all cached by now
         now = time.time()
         pending += [record(s, vecs[s.content_hash], ctx.name, version, now) for s in part]
@@ -181,17 +182,17 @@ def _write(ctx: SourceContext, ns: str, version: int, staged: StagedPlan) -> _Wr
             del pending[:batch]
             crash_point("upsert")
         out.upserted += len(part)
-        if staged.reindex:
+        if plan.reindex:
             out.hashes.update((s.id, s.content_hash) for s in part)
     if pending:
         ctx.vectors.upsert(ns, pending)
         crash_point("upsert")
-    for part in staged.payload():
+    for part in plan.payload():
         now = time.time()
         ctx.vectors.update_metadata(ns, {s.id: metadata(s, ctx.name, version, now) for s in part})
         out.payload += len(part)
         crash_point("payload")
-    for ids in staged.deletes():
+    for ids in plan.deletes():
         ctx.vectors.delete(ns, ids)
         out.deleted += len(ids)
         crash_point("delete")
@@ -278,9 +279,10 @@ def _drop_retired(ctx: SourceContext) -> None:
         ctx.store.sources.save(state)
 
 
-def _counts(p: PlanReport, crawl: dict[str, float], w: _Written, *, orphans: int, reindex: bool) -> dict[str, int]:
-    """The run's counts: pages from the crawl's staged counts and the plan's change
-    events, records from the plan and what this stage wrote."""
+def _counts(p: PlanReport, w: _Written, *, orphans: int, reindex: bool) -> dict[str, int]:
+    """The run's counts: pages from the crawl's counts (handed down in the plan report) and
+    the plan's change events, records from the plan and what this stage wrote."""
+    crawl = p.crawl_counts
     crawled, errors, skipped = (int(crawl.get(k, 0)) for k in ("crawled", "errors", "skipped"))
     new, changed, gone = p.pages["new"], p.pages["changed"], p.pages["gone"]
     c = p.counts

@@ -1,6 +1,6 @@
 """Stage 3, `diff_plan`: the plan against the committed manifest, with its figures.
 
-The plan is made a batch of pages at a time (`core.plan.plan_refresh` on each) and staged
+The plan is made a batch of pages at a time (`core.plan.plan_pages` on each) and staged
 (`staged_plan`, `staged_events`, `staged_redirects`). A batch holds whole groups of pages
 that the planner may pair with each other: a moved page and the page it moved to, and a
 page that lost a section with the pages now holding that text (a moved or renamed
@@ -14,9 +14,9 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Set
 from dataclasses import dataclass, field
 
-from ..adapters.state.staging import PlanRow, Staging
-from ..core.models import FuzzyMatch, Plan, Section
-from ..core.plan import pages_losing_records, plan_refresh
+from ..adapters.state.staging import PlanRow, SectionStaging, Stage
+from ..core.models import Action, FuzzyMatch, Plan, Section
+from ..core.plan import pages_losing_records, plan_pages
 from ..core.state import ChangeEvent
 from .context import SourceContext
 from .sections import SectionsReport
@@ -27,13 +27,17 @@ TOP_PAGES = 10
 
 @dataclass(slots=True)
 class PlanReport:
-    """What stage 3 staged for `run_id`: the plan's counts and the figures its checks read."""
+    """What stage 3 staged for `run_id`: the plan's counts and the figures its checks read,
+    with what the index stage's run line takes from the stages before it (`crawl_counts`,
+    `upstream_seconds`: the crawl's and the section stage's work)."""
 
     source: str
     run_id: str
     base_generation: int
     indexed_before: int  # records in the manifest when the plan was made
     reindex_reason: str | None = None
+    crawl_counts: dict[str, int] = field(default_factory=dict)
+    upstream_seconds: float = 0.0
     counts: dict[str, int] = field(default_factory=dict)  # sections: new, changed, ..., unchanged
     pages: Counter[str] = field(default_factory=Counter)  # change events by kind: new, changed, gone
     written: int = 0  # records to write (new, changed, moved)
@@ -66,13 +70,13 @@ class PlanReport:
         return self.top[:n]
 
 
-def make_plan(ctx: SourceContext, sections: SectionsReport) -> PlanReport:
+def stage_plan(ctx: SourceContext, sections: SectionsReport) -> PlanReport:
     started = time.time()
     store, src, run_id = ctx.store, ctx.source, sections.run_id
-    staging = store.staging
+    section_staging, plan_staging = store.section_staging, store.plan_staging
     with store.locks.lock(src.name):
-        staging.require(src.name, run_id, "sections")
-        staging.restart(src.name, run_id, "plan")
+        store.staged_runs.require(src.name, run_id, Stage.SECTIONS)
+        store.staged_runs.restart(src.name, run_id, Stage.PLAN)
         state = store.sources.get(src.name)
         report = PlanReport(
             source=src.name,
@@ -80,18 +84,20 @@ def make_plan(ctx: SourceContext, sections: SectionsReport) -> PlanReport:
             base_generation=state.generation if state else 0,
             indexed_before=store.manifest.count(src.name),
             reindex_reason=sections.reindex_reason,
+            crawl_counts=sections.crawl_counts,
+            upstream_seconds=sections.crawl_seconds + sections.seconds,
         )
-        pages = staging.pages(src.name, run_id)
+        pages = section_staging.pages(src.name, run_id)
         moves = {p.url: p.moved_to for p in pages if p.moved_to}
         gone = sorted(p.url for p in pages if p.error is None and p.signature is None)
         gone_pages = set(gone)
         urls = {p.url for p in pages if p.error is None} | set(moves.values())
         tally = _Tally(report)
         month = time.strftime("%Y-%m", time.gmtime(started))
-        for batch in _batches(staging, src.name, run_id, urls, moves):
+        for batch in _batches(section_staging, src.name, run_id, urls, moves):
             previous = store.manifest.sections(src.name, batch)
-            current = staging.sections(src.name, run_id, batch)
-            plan = plan_refresh(
+            current = section_staging.sections(src.name, run_id, batch)
+            plan = plan_pages(
                 src.name,
                 previous,
                 current,
@@ -99,21 +105,20 @@ def make_plan(ctx: SourceContext, sections: SectionsReport) -> PlanReport:
                 page_moves=moves,
                 seen_month=month,
             )
-            staging.add_plan(src.name, run_id, _rows(plan, previous, current))
-            staging.add_redirects(src.name, run_id, plan.key_redirects)
-            staging.add_events(src.name, run_id, tally.add(plan, previous, gone_pages))
-        staging.add_events(src.name, run_id, tally.gone(gone))
+            plan_staging.add_rows(src.name, run_id, _rows(plan, previous, current))
+            plan_staging.add_redirects(src.name, run_id, plan.key_redirects)
+            plan_staging.add_events(src.name, run_id, tally.add(plan, previous, gone_pages))
+        plan_staging.add_events(src.name, run_id, tally.gone(gone))
         tally.close()
         report.seconds = time.time() - started
-        staging.finish(src.name, run_id, "plan", {"seconds": report.seconds})
+        store.staged_runs.finish(src.name, run_id, Stage.PLAN)
     return report
 
 
 def changed_sample(ctx: SourceContext, report: PlanReport, n: int) -> list[tuple[str, str]]:
     """(indexed text, new text) of up to `n` sections the plan rewrites in place."""
-    staging = ctx.store.staging
     changed: list[Section] = []
-    for batch in staging.planned(ctx.name, report.run_id, ["changed"]):
+    for batch in ctx.store.plan_staging.rows(ctx.name, report.run_id, [Action.CHANGED]):
         changed += [s for _, s in batch if s is not None]
         if len(changed) >= n:
             break
@@ -198,22 +203,22 @@ def _rows(plan: Plan, previous: list[Section], current: list[Section]) -> Iterat
     takes that text and its hashes from the manifest."""
     by_id = {s.id: s for s in previous}
     staged_hash = {s.id: s.content_hash for s in current}
-    action = {s.id: "new" for s in plan.new}
-    action |= {s.id: "changed" for s in plan.changed}
-    action |= {s.id: "payload" if s.content_hash == staged_hash[s.id] else "fuzzy" for s in plan.payload}
+    action = {s.id: Action.NEW for s in plan.new}
+    action |= {s.id: Action.CHANGED for s in plan.changed}
+    action |= {s.id: Action.PAYLOAD if s.content_hash == staged_hash[s.id] else Action.FUZZY for s in plan.payload}
     moved_from = {m.new.id: by_id[m.old_id] for m in plan.moved}
     for s in plan.current:
         old = moved_from.get(s.id)
         if old is not None:
-            yield PlanRow(s.id, "moved", s.url, s.as_of, old.id, old.url)
+            yield PlanRow(s.id, Action.MOVED, s.url, s.as_of, old.id, old.url)
         else:
-            yield PlanRow(s.id, action.get(s.id, "unchanged"), s.url, s.as_of)
+            yield PlanRow(s.id, action.get(s.id, Action.UNCHANGED), s.url, s.as_of)
     for record_id in plan.removed:
-        yield PlanRow(record_id, "removed", by_id[record_id].url)
+        yield PlanRow(record_id, Action.REMOVED, by_id[record_id].url)
 
 
 def _batches(
-    staging: Staging, source: str, run_id: str, urls: Iterable[str], moves: dict[str, str]
+    staging: SectionStaging, source: str, run_id: str, urls: Iterable[str], moves: dict[str, str]
 ) -> Iterator[list[str]]:
     """The pages to plan, in batches of whole groups (see the module's docstring)."""
     parent = {u: u for u in urls}

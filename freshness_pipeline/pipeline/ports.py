@@ -17,7 +17,7 @@ from ..core.models import Plan, Section
 from ..core.state import ChangeEvent, PageRow, SectionTimes, SourceState
 
 if TYPE_CHECKING:
-    from ..adapters.state.staging import Staging
+    from ..adapters.state.staging import CrawlStaging, PlanStaging, SectionStaging, StagedRuns
     from ..adapters.state.store import StateStore
 
 
@@ -122,8 +122,15 @@ class State(Protocol):
     def runs(self) -> Runs: ...
     @property
     def metrics(self) -> Metrics: ...
+    # A run's staging: concrete repositories, only the stages use them.
     @property
-    def staging(self) -> Staging: ...  # one concrete repository: only the stages use it
+    def staged_runs(self) -> StagedRuns: ...
+    @property
+    def crawl_staging(self) -> CrawlStaging: ...
+    @property
+    def section_staging(self) -> SectionStaging: ...
+    @property
+    def plan_staging(self) -> PlanStaging: ...
     def close(self) -> None: ...
 
 

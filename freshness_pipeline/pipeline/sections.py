@@ -2,21 +2,23 @@
 
 A page is re-segmented only when its signature (normalized text, title, rules, chunker)
 differs from the one its indexed sections were made from; every other page is carried as
-it is, which is what keeps a quiet run cheap. What it decides goes to the run's staging
-(`staged_pages`, `staged_sections`), written batch by batch as the pool segments.
+it is, which is what keeps a quiet run cheap. It reads the pages as the crawl it is handed
+staged them, and stages what it decides in the same run's staging (`staged_pages`,
+`staged_sections`), batch by batch as the pool segments.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import islice
 
-from ..adapters.state.staging import StagedPage, Staging
+from ..adapters.state.staging import SectionStaging, Stage, StagedPage
 from ..core.models import Section
 from ..core.state import PageRow
 from ..core.versions import page_signature, template_hash
 from .context import SourceContext
+from .crawl import CrawlReport
 from .workers import SegmentJob, parallel_map, segment_one
 
 STAGE_BATCH = 200  # pages whose sections are staged at a time
@@ -24,10 +26,13 @@ STAGE_BATCH = 200  # pages whose sections are staged at a time
 
 @dataclass(slots=True)
 class SectionsReport:
-    """What stage 2 staged for `run_id`, in counts."""
+    """What stage 2 staged for `run_id`, in counts, with the crawl's that the index stage's
+    run line takes (`crawl_counts`, `crawl_seconds`)."""
 
     source: str
     run_id: str
+    crawl_counts: dict[str, int] = field(default_factory=dict)
+    crawl_seconds: float = 0.0
     live_pages: int = 0
     resegmented_pages: int = 0
     sections: int = 0  # of the re-segmented pages
@@ -37,13 +42,16 @@ class SectionsReport:
     seconds: float = 0.0
 
 
-def current_sections(ctx: SourceContext, *, run_id: str) -> SectionsReport:
+def stage_sections(ctx: SourceContext, crawl: CrawlReport) -> SectionsReport:
+    """Stage the sections of the pages `crawl` staged (in its run's staging); raises
+    `StagingGone` when that staging is gone."""
     started = time.time()
-    src, store = ctx.source, ctx.store
-    out = SectionsReport(source=src.name, run_id=run_id)
-    staging = store.staging
+    src, store, run_id = ctx.source, ctx.store, crawl.run_id
+    out = SectionsReport(src.name, run_id, crawl.page_counts(), crawl.seconds)
+    staging = store.section_staging
     with store.locks.lock(src.name):
-        staging.begin(src.name, run_id, "sections")
+        store.staged_runs.require(src.name, run_id, Stage.CRAWL)
+        store.staged_runs.restart(src.name, run_id, Stage.SECTIONS)
         state = store.sources.get(src.name)
         if state is not None:
             diffs = ctx.versions.differences(state)
@@ -51,14 +59,14 @@ def current_sections(ctx: SourceContext, *, run_id: str) -> SectionsReport:
                 out.reindex_reason = "version change: " + "; ".join(diffs)
             elif state.generation > 0 and (asked := store.metrics.pending_reindex(src.name)):
                 out.reindex_reason = asked["reason"]  # e.g. repeated golden-set misses (pipeline/golden.py)
-            learned = staging.template_blocks(src.name, run_id)  # this run's crawl's, until it commits
+            learned = store.crawl_staging.template_blocks(src.name, run_id)  # this run's crawl's, until it commits
             _stage(ctx, staging, out, state.template_blocks if learned is None else learned)
         out.seconds = time.time() - started
-        staging.finish(src.name, run_id, "sections", {"seconds": out.seconds, "reindex_reason": out.reindex_reason})
+        store.staged_runs.finish(src.name, run_id, Stage.SECTIONS)
     return out
 
 
-def _stage(ctx: SourceContext, staging: Staging, out: SectionsReport, template_blocks: list[str]) -> None:
+def _stage(ctx: SourceContext, staging: SectionStaging, out: SectionsReport, template_blocks: list[str]) -> None:
     """Stage the gone pages, then segment the dirty ones and stage their sections."""
     src = ctx.source
     thash = template_hash(template_blocks)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from freshness_pipeline.core.plan import plan_refresh
+from freshness_pipeline.core.plan import plan_pages
 from freshness_pipeline.core.segment import segment
 from freshness_pipeline_tests.core.pages import Page, Sec, pages, paragraphs
 
@@ -23,7 +23,7 @@ def test_renaming_the_first_of_two_namesakes_redirects_the_renumbered_one() -> N
     before = f"# P\n\n## Example\n\n{A}\n\n## Example\n\n{B}\n"
     after = f"# P\n\n## Example usage\n\n{A}\n\n## Example\n\n{B}\n"
     k0, k1 = keys(before), keys(after)
-    plan = plan_refresh("s", segment(URL, before), segment(URL, after))
+    plan = plan_pages("s", segment(URL, before), segment(URL, after))
     # "Example [2]" now reads as "Example"; "Example" itself is still live, so it stays put.
     assert plan.key_redirects == [(k0["P > Example [2]"], k1["P > Example"])]
 
@@ -33,7 +33,7 @@ def test_a_section_split_in_two_redirects_its_key_once_to_its_first_chunk() -> N
     after = f"# P\n\n## Setup one\n\n{A}\n\n## Setup two\n\n{B}\n"
     old = segment(URL, before, budget=20)
     assert [s.chunk_index for s in old] == [0, 1]
-    plan = plan_refresh("s", old, segment(URL, after, budget=20))
+    plan = plan_pages("s", old, segment(URL, after, budget=20))
     # The heading path is part of the retrieval text: renamed sections are embedded again.
     assert not plan.moved and plan.upserts
     assert plan.key_redirects == [(old[0].key, keys(after)["P > Setup one"])]
@@ -58,7 +58,7 @@ def test_redirects_are_a_function_of_dead_keys(page: Page, data: st.DataObject) 
     extra = data.draw(st.lists(paragraphs, max_size=1))
     after = Page(page.title, page.preamble, tuple(s for s in secs if s) + tuple(Sec(2, "Tail", (p,)) for p in extra))
     prev, cur = segment(URL, page.markdown(), budget=40), segment(URL, after.markdown(), budget=40)
-    plan = plan_refresh("s", prev, cur)
+    plan = plan_pages("s", prev, cur)
     olds = [o for o, _ in plan.key_redirects]
     live = {s.key for s in cur}
     assert len(olds) == len(set(olds))

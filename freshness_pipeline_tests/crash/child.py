@@ -76,15 +76,14 @@ def _main(sources: str, source: str, home: str, crash: str | None, embed_log: st
     from freshness_pipeline.pipeline.context import SourceContext
     from freshness_pipeline.pipeline.crawl import crawl
     from freshness_pipeline.pipeline.maintenance import migrate
-    from freshness_pipeline.pipeline.planning import make_plan
-    from freshness_pipeline.pipeline.sections import current_sections
+    from freshness_pipeline.pipeline.planning import stage_plan
+    from freshness_pipeline.pipeline.sections import stage_sections
 
     migrate(load_settings())  # as a run's first stage does
     ctx = SourceContext.open(load_settings(), source)
     run_id = uuid.uuid4().hex
     try:
-        crawl(ctx, run_id=run_id)
-        planned = make_plan(ctx, current_sections(ctx, run_id=run_id))
+        planned = stage_plan(ctx, stage_sections(ctx, crawl(ctx, run_id=run_id)))
         indexing.apply_plan(ctx, planned, run_id=run_id)
     except Exception as exc:
         with error_file(Path(embed_log)).open("a") as fh:

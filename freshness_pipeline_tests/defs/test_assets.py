@@ -20,7 +20,6 @@ from freshness_pipeline.defs.assets import (
     refresh_assets,
     store_kinds,
 )
-from freshness_pipeline.defs.checks import refresh_checks
 from freshness_pipeline.defs.definitions import defs
 from freshness_pipeline.defs.resources import FreshnessResource
 from freshness_pipeline.demo.server import DocsSite
@@ -44,7 +43,7 @@ COUNTS = (
 def test_materialize_records_what_the_ui_plots(sources: Path, site: DocsSite, instance: dg.DagsterInstance) -> None:
     site.publish(generate(5, sections_per_page=2, seed=4).markdown())
     result = dg.materialize(
-        [*refresh_assets, *refresh_checks],
+        refresh_assets,
         partition_key=SOURCE,
         instance=instance,
         resources={"freshness": FreshnessResource()},
@@ -64,12 +63,32 @@ def test_materialize_records_what_the_ui_plots(sources: Path, site: DocsSite, in
     assert "reindex_reason" not in index and "reindex_reason" not in meta["section_manifest"]  # no empty keys
     pages = {r.data["page"]: r.data["sections written"] for r in index["top_changed_pages"].records}
     assert pages[f"{site.base_url}/guide/page0"] == 2
-    # Four checks judge their asset's report inside its step; reconcile_clean is a step of its own.
+    # Every check runs inside its asset's step: one step per asset.
     steps = {e.step_key for e in result.get_step_success_events()}
-    assert steps == {"fetched_pages", "section_manifest", "diff_plan", "vector_index", "vector_index_reconcile_clean"}
+    assert steps == {"fetched_pages", "section_manifest", "diff_plan", "vector_index"}
     job_checks = defs.resolve_job_def("refresh").asset_layer.asset_graph.asset_check_keys
     of_these = {k.name for k in job_checks if k.asset_key.to_user_string() != "freshness_metrics"}
     assert {e.check_name for e in result.get_asset_check_evaluations()} == of_these
+
+
+def test_every_asset_loads_what_it_depends_on_and_every_output_is_read() -> None:
+    """The asset graph shows every input: each upstream is an input the asset loads (no bare
+    `deps`), and every refresh asset's output is some asset's input."""
+    graph = defs.resolve_job_def("refresh").asset_layer.asset_graph
+    inputs: dict[str, set[str]] = {}
+    for key in graph.get_all_asset_keys():
+        node = defs.resolve_assets_def(key)
+        loaded = {i.name for i in node.op.input_defs if not i.dagster_type.is_nothing}
+        names = {n: k.to_user_string() for n, k in node.keys_by_input_name.items()}
+        assert set(names) == loaded, f"{key.to_user_string()} depends on what it does not load"
+        inputs[key.to_user_string()] = set(names.values())
+    assert inputs == {
+        "fetched_pages": set(),
+        "section_manifest": {"fetched_pages"},
+        "diff_plan": {"section_manifest"},
+        "vector_index": {"diff_plan"},
+        "freshness_metrics": {"diff_plan", "vector_index"},
+    }
 
 
 def test_definitions_load_with_checks_pool_and_versions() -> None:
@@ -86,7 +105,7 @@ def test_definitions_load_with_checks_pool_and_versions() -> None:
         ("vector_index", "source_fresh"),
         ("freshness_metrics", "freshness_alert"),
     }
-    specs = [s for a in [*refresh_assets, *refresh_checks] for s in a.check_specs]
+    specs = [s for a in refresh_assets for s in a.check_specs]
     assert [s.name for s in specs if s.blocking] == ["change_spike"]
     assert defs.resolve_assets_def("vector_index").op.pool == EMBEDDINGS_POOL
     versions = {k.to_user_string(): v for a in refresh_assets for k, v in a.code_versions_by_key.items()}

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from freshness_pipeline.adapters.state.staging import StagedPage
+from freshness_pipeline.adapters.state.staging import Stage, StagedPage
 from freshness_pipeline.adapters.state.store import StateStore, migrate
 from freshness_pipeline.config import load_settings
-from freshness_pipeline.core.models import Plan
-from freshness_pipeline.core.plan import plan_refresh
+from freshness_pipeline.core.models import Action, Plan
+from freshness_pipeline.core.plan import plan_pages
 from freshness_pipeline.core.segment import segment
 from freshness_pipeline.core.state import SourceState
 from freshness_pipeline.pipeline import planning
@@ -21,7 +21,7 @@ from freshness_pipeline.pipeline.context import SourceContext
 from freshness_pipeline.pipeline.sections import SectionsReport
 
 BASE = "http://docs.test"
-ACTIONS = ("new", "changed", "moved", "payload", "unchanged", "fuzzy", "removed")
+ACTIONS = tuple(Action)
 A = "Alpha text that explains the first example of the client in a few plain words."
 B = "Beta text that explains the second example of the client in other plain words."
 C = "Gamma text that explains the third example of the client in more plain words."
@@ -60,21 +60,21 @@ def test_batched_planning_equals_one_plan_over_every_page(tmp_path: Path, monkey
     store.manifest.commit(
         state, [Plan("docs", new=previous)], base_generation=0, replace_all=False, signatures={}, events=[], run=run
     )
-    staging = store.staging
-    staging.begin("docs", "r1", "sections")
+    store.staged_runs.begin("docs", "r1", Stage.CRAWL)
     pages = [StagedPage(BASE + "/a", moved_to=BASE + "/b"), *(StagedPage(BASE + p, signature="s") for p in AFTER)]
-    staging.add_pages("docs", "r1", pages)
-    staging.add_sections("docs", "r1", current)
-    staging.finish("docs", "r1", "sections", {})
+    store.section_staging.add_pages("docs", "r1", pages)
+    store.section_staging.add_sections("docs", "r1", current)
+    store.staged_runs.finish("docs", "r1", Stage.SECTIONS)
     monkeypatch.setattr(planning, "PLAN_BATCH", 1)
 
-    report = planning.make_plan(ctx, SectionsReport("docs", "r1"))
+    report = planning.stage_plan(ctx, SectionsReport("docs", "r1"))
 
-    whole = plan_refresh("docs", previous, current, page_moves={BASE + "/a": BASE + "/b"}, seen_month="2026-01")
+    whole = plan_pages("docs", previous, current, page_moves={BASE + "/a": BASE + "/b"}, seen_month="2026-01")
     assert whole.moved and whole.key_redirects and whole.changed  # the case pairs across pages
-    staged = {(r.id, r.action, r.old_id) for batch in staging.planned("docs", "r1", ACTIONS) for r, _ in batch}
+    plan_staging = store.plan_staging
+    staged = {(r.id, r.action, r.old_id) for batch in plan_staging.rows("docs", "r1", ACTIONS) for r, _ in batch}
     want = {(r.id, r.action, r.old_id) for r in planning._rows(whole, previous, current)}
     assert staged == want
-    assert staging.redirects("docs", "r1") == sorted(whole.key_redirects)
+    assert plan_staging.redirects("docs", "r1") == sorted(whole.key_redirects)
     assert (report.counts["moved"], report.counts["new"]) == (len(whole.moved), len(whole.new))
     store.close()

@@ -23,8 +23,8 @@ from freshness_pipeline.pipeline.context import SourceContext
 from freshness_pipeline.pipeline.crawl import crawl
 from freshness_pipeline.pipeline.indexing import apply_plan
 from freshness_pipeline.pipeline.maintenance import migrate
-from freshness_pipeline.pipeline.planning import make_plan
-from freshness_pipeline.pipeline.sections import current_sections
+from freshness_pipeline.pipeline.planning import stage_plan
+from freshness_pipeline.pipeline.sections import stage_sections
 from freshness_pipeline_tests.sitegen import Site, generate, paragraph
 
 STAGED = ("staged_runs", "staged_extracts", "staged_pages", "staged_sections", "staged_plan", "staged_events")
@@ -38,8 +38,8 @@ def staged_rows(ctx: SourceContext) -> dict[str, int]:
 
 
 def refresh(ctx: SourceContext, run_id: str) -> dict:
-    crawl(ctx, run_id=run_id)
-    return apply_plan(ctx, make_plan(ctx, current_sections(ctx, run_id=run_id)), run_id=run_id).counts
+    crawled = crawl(ctx, run_id=run_id)
+    return apply_plan(ctx, stage_plan(ctx, stage_sections(ctx, crawled)), run_id=run_id).counts
 
 
 @contextmanager
@@ -82,18 +82,20 @@ def test_a_killed_runs_staging_never_reaches_a_later_plan(ctx: SourceContext) ->
     heading, _ = edited.pages["guide/page1.md"][0]
     edited.pages["guide/page1.md"][0] = (heading, paragraph(random.Random(1)))
     ctx.site.publish(edited.markdown())  # type: ignore[attr-defined]
-    crawl(ctx, run_id="run-A")
-    planned_a = make_plan(ctx, current_sections(ctx, run_id="run-A"))
+    crawled_a = crawl(ctx, run_id="run-A")
+    planned_a = stage_plan(ctx, stage_sections(ctx, crawled_a))
     assert planned_a.counts["changed"] == 1
     assert staged_rows(ctx)["staged_sections"] == 3
 
     # The site reverts before run B: B's crawl drops A's staging, and B plans nothing.
     ctx.site.publish(v0.markdown())  # type: ignore[attr-defined]
-    crawl(ctx, run_id="run-B")
+    crawled_b = crawl(ctx, run_id="run-B")
     assert set(staged_rows(ctx)) == {"staged_runs"}, "run A's staging outlived run B's start"
     with pytest.raises(StagingGone, match="run-A"):  # A's plan, resumed now, commits nothing
         apply_plan(ctx, planned_a, run_id="run-A")
-    planned_b = make_plan(ctx, current_sections(ctx, run_id="run-B"))
+    with pytest.raises(StagingGone, match="freshness run --source docs"):  # nor do A's pages
+        stage_sections(ctx, crawled_a)
+    planned_b = stage_plan(ctx, stage_sections(ctx, crawled_b))
     assert (planned_b.written, planned_b.deletes) == (0, 0), planned_b
     counts = apply_plan(ctx, planned_b, run_id="run-B").counts
     assert counts["embedded"] == counts["upserted"] == 0
@@ -119,9 +121,9 @@ def test_a_crawl_stages_and_saves_only_the_texts_that_changed(ctx: SourceContext
     stamp = {"updated": "December 1, 2026 10:00", "build": "b-2"}
     ctx.site.publish(edited.markdown(), noise=lambda path: stamp)  # type: ignore[attr-defined]
     staged, saved = [], []
-    add_extracts, save = ctx.store.staging.add_extracts, ctx.store.staging.save_page_rows
+    add_extracts, save = ctx.store.crawl_staging.add_extracts, ctx.store.crawl_staging.save_page_rows
     monkeypatch.setattr(
-        ctx.store.staging, "add_extracts", lambda s, r, items: add_extracts(s, r, staged.extend(items) or staged)
+        ctx.store.crawl_staging, "add_extracts", lambda s, r, items: add_extracts(s, r, staged.extend(items) or staged)
     )
 
     def save_spy(source, run_id, rows):
@@ -129,7 +131,7 @@ def test_a_crawl_stages_and_saves_only_the_texts_that_changed(ctx: SourceContext
         saved.extend(r.url for r in rows if r.markdown is not None)  # as saved: the crawl lets texts go after
         save(source, run_id, rows)
 
-    monkeypatch.setattr(ctx.store.staging, "save_page_rows", save_spy)
+    monkeypatch.setattr(ctx.store.crawl_staging, "save_page_rows", save_spy)
     report = crawl(ctx, run_id="run-1")
     (page2,) = [u for u in stored if u.endswith("/guide/page2")]
     assert report.crawled == 5 and report.changed_pages == 1 and report.outcomes == {"ok": 5}
@@ -139,7 +141,7 @@ def test_a_crawl_stages_and_saves_only_the_texts_that_changed(ctx: SourceContext
     assert {u: t for u, t in after.items() if u != page2} == {u: t for u, t in stored.items() if u != page2}
     assert after[page2] != stored[page2]
     assert ctx.store.pages.markdown("docs", list(stored)) == stored  # not committed yet
-    counts = apply_plan(ctx, make_plan(ctx, current_sections(ctx, run_id="run-1")), run_id="run-1").counts
+    counts = apply_plan(ctx, stage_plan(ctx, stage_sections(ctx, report)), run_id="run-1").counts
     assert counts["embedded"] == 1 and counts["deleted"] == 0
     assert ctx.store.pages.markdown("docs", list(stored)) == after
 

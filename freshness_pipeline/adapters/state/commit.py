@@ -20,7 +20,7 @@ from . import schema
 from .dialect import CHUNK, chunks, upsert_rows
 from .section_rows import section_row
 from .sources import generation, save_source
-from .staging import promote_page_rows
+from .staging import promote_page_rows, rerun_hint
 
 
 class StalePlan(RuntimeError):
@@ -46,7 +46,7 @@ def commit_plan(
     if current != base_generation:
         raise StalePlan(
             f"source {source!r}: the manifest changed since this plan was made "
-            f"(generation {base_generation} -> {current}); re-run the refresh"
+            f"(generation {base_generation} -> {current}); {rerun_hint(source)}"
         )
     if replace_all:
         conn.execute(delete(schema.sections).where(schema.sections.c.source == source))

@@ -247,18 +247,18 @@ webhook_cursors = Table(
 # -- staging (migration 0004) --------------------------------------------------------------
 # One refresh's work between its stages, keyed by source and run id: written in batches by
 # one stage, read in batches by the next, dropped by the commit and by the next run's start
-# (`staging.py`). Nothing outside a run reads them.
+# (`staging/`). Nothing outside a run reads them.
 
-# A run whose stages staged work: which stage finished (its counts), for the run line.
+# A run whose stages staged work: which stage finished (`{"finished_at": ...}` once it did).
 staged_runs = Table(
     "staged_runs",
     metadata,
     Column("source", String(64), primary_key=True),
     Column("run_id", String(64), primary_key=True),
     Column("started_at", Float, nullable=False),
-    Column("crawl", JSON),  # stage 1's counts, once it finished
-    Column("sections", JSON),  # stage 2's counts, once it finished
-    Column("plan", JSON),  # stage 3's counts, once it finished
+    Column("crawl", JSON),  # set once stage 1 finished
+    Column("sections", JSON),  # set once stage 2 finished
+    Column("plan", JSON),  # set once stage 3 finished
     # migration 0005: the template blocks the crawl learned, None when it kept the source's
     Column("template_blocks", JSON),
 )

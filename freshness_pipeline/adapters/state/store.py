@@ -24,7 +24,7 @@ from .migrate import MIGRATE, OR_RUN, current_revisions, head_revisions, require
 from .pages import Pages
 from .runs import RunLog
 from .sources import Sources
-from .staging import Staging
+from .staging import CrawlStaging, PlanStaging, SectionStaging, StagedRuns
 from .vector_cache import VectorCache
 
 __all__ = ["Migration", "SourceBusy", "StateStore", "migrate"]
@@ -33,7 +33,8 @@ __all__ = ["Migration", "SourceBusy", "StateStore", "migrate"]
 class StateStore:
     """The state database behind one engine, as small repositories: `locks`, `sources`,
     `pages`, `manifest` (with its commit and key redirects), `vector_cache`, `intents`,
-    `runs`, `metrics` and `staging` (a run's work between its stages).
+    `runs`, `metrics`, and a run's work between its stages: `staged_runs` (which runs
+    staged work), `crawl_staging`, `section_staging` and `plan_staging`.
 
     A writer needs the database at the newest schema (`SchemaOutdated`, naming
     `freshness migrate`, otherwise). `read_only`: for commands that only read (status,
@@ -55,7 +56,10 @@ class StateStore:
         self.intents = Intents(self.engine)
         self.runs = RunLog(self.engine)
         self.metrics = MetricsStore(self.engine)
-        self.staging = Staging(self.engine)
+        self.staged_runs = StagedRuns(self.engine)
+        self.crawl_staging = CrawlStaging(self.engine)
+        self.section_staging = SectionStaging(self.engine)
+        self.plan_staging = PlanStaging(self.engine)
 
     def close(self) -> None:
         self.engine.dispose()

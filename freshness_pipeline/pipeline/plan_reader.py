@@ -10,33 +10,29 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, replace
 
-from ..adapters.state.staging import UPSERT_ACTIONS, PlanRow, StagedPage
-from ..core.models import Move, Plan, Section
+from ..adapters.state.staging import PlanRow, Stage, StagedPage
+from ..core.models import CURRENT_ACTIONS, PAYLOAD_ACTIONS, TOUCHED_ACTIONS, UPSERT_ACTIONS, Action, Move, Plan, Section
 from .context import SourceContext
 from .planning import PlanReport
 
-CURRENT_ACTIONS = ("new", "changed", "moved", "payload", "unchanged", "fuzzy")
-PAYLOAD_ACTIONS = ("payload", "fuzzy")  # fuzzy: new text, the indexed retrieval text kept
-TOUCHED_ACTIONS = (*UPSERT_ACTIONS, *PAYLOAD_ACTIONS, "removed")
-
 
 @dataclass
-class StagedPlan:
+class PlanReader:
+    """One run's staged plan (named by `report`), read for the index stage."""
+
     ctx: SourceContext
     report: PlanReport
 
     def __post_init__(self) -> None:
-        self.staging = self.ctx.store.staging
+        self.plan_staging = self.ctx.store.plan_staging
         self.reindex = self.report.reindex_reason is not None
         self._pages: list[StagedPage] | None = None
 
-    def require(self) -> dict[str, dict]:
-        """The upstream stages' counts; raises when this run's staged plan is gone."""
+    def require(self) -> None:
+        """Raises `StagingGone` when this run's staged plan is gone."""
         src, run = self.ctx.name, self.report.run_id
-        self.staging.require(src, run, "plan")
-        counts = {stage: self.staging.counts(src, run, stage) or {} for stage in ("crawl", "sections")}
-        self._pages = self.staging.pages(src, run)
-        return counts
+        self.ctx.store.staged_runs.require(src, run, Stage.PLAN)
+        self._pages = self.ctx.store.section_staging.pages(src, run)
 
     @property
     def errors(self) -> list[str]:
@@ -49,7 +45,7 @@ class StagedPlan:
 
     def upserts(self) -> Iterator[list[Section]]:
         actions = CURRENT_ACTIONS if self.reindex else UPSERT_ACTIONS
-        for batch in self.staging.planned(self.ctx.name, self.report.run_id, actions):
+        for batch in self.plan_staging.rows(self.ctx.name, self.report.run_id, actions):
             yield [s for _, s in batch if s is not None]
         if self.reindex and self.errors:  # dated as they were indexed
             yield self.ctx.store.manifest.sections(self.ctx.name, self.errors)
@@ -57,19 +53,19 @@ class StagedPlan:
     def payload(self) -> Iterator[list[Section]]:
         """The payload updates (no re-index), each as its record will read."""
         if not self.reindex:
-            for batch in self.staging.planned(self.ctx.name, self.report.run_id, PAYLOAD_ACTIONS):
+            for batch in self.plan_staging.rows(self.ctx.name, self.report.run_id, PAYLOAD_ACTIONS):
                 yield self._as_indexed(batch)
 
     def _as_indexed(self, batch: list[tuple[PlanRow, Section | None]]) -> list[Section]:
         """The batch's sections; a `fuzzy` one with the retrieval text, hash and simhash its
         manifest row holds (what its vector was made from), as the plan compared it."""
-        kept = [row.id for row, s in batch if row.action == "fuzzy" and s is not None]
+        kept = [row.id for row, s in batch if row.action is Action.FUZZY and s is not None]
         indexed = {s.id: s for s in self.ctx.store.manifest.by_id(self.ctx.name, kept)} if kept else {}
         out: list[Section] = []
         for row, s in batch:
             if s is None:
                 continue
-            if row.action == "fuzzy":
+            if row.action is Action.FUZZY:
                 old = indexed[row.id]
                 s = replace(
                     s, embed_text=old.embed_text, content_hash=old.content_hash, simhash=old.simhash, tokens=old.tokens
@@ -79,21 +75,21 @@ class StagedPlan:
 
     def deletes(self) -> Iterator[list[str]]:
         if not self.reindex:
-            for batch in self.staging.planned(self.ctx.name, self.report.run_id, ["removed", "moved"]):
-                ids = (row.old_id if row.action == "moved" else row.id for row, _ in batch)
+            for batch in self.plan_staging.rows(self.ctx.name, self.report.run_id, [Action.REMOVED, Action.MOVED]):
+                ids = (row.old_id if row.action is Action.MOVED else row.id for row, _ in batch)
                 yield [i for i in ids if i is not None]  # a moved row always names its old record
 
     def touched(self) -> Iterator[list[str]]:
         """Every record id this run writes or deletes, for the write-ahead intents."""
         actions = CURRENT_ACTIONS if self.reindex else TOUCHED_ACTIONS
-        yield from self.staging.plan_ids(self.ctx.name, self.report.run_id, actions, old=not self.reindex)
+        yield from self.plan_staging.ids(self.ctx.name, self.report.run_id, actions, old=not self.reindex)
         if self.reindex and self.errors:
             yield [s.id for s in self.ctx.store.manifest.sections(self.ctx.name, self.errors)]
 
     def owns(self, ids: Collection[str]) -> set[str]:
         """Which of `ids` this run writes or deletes itself."""
         actions = CURRENT_ACTIONS if self.reindex else TOUCHED_ACTIONS
-        own = self.staging.planned_ids(self.ctx.name, self.report.run_id, ids, actions, old=not self.reindex)
+        own = self.plan_staging.named(self.ctx.name, self.report.run_id, ids, actions, old=not self.reindex)
         if self.reindex and self.errors:
             own |= {s.id for s in self.ctx.store.manifest.sections(self.ctx.name, self.errors)} & set(ids)
         return own
@@ -105,22 +101,22 @@ class StagedPlan:
             for part in self.upserts():
                 yield Plan(source=src, new=part)
         else:
-            for batch in self.staging.planned(src, self.report.run_id, TOUCHED_ACTIONS):
+            for batch in self.plan_staging.rows(src, self.report.run_id, TOUCHED_ACTIONS):
                 plan = Plan(source=src)
                 plan.payload = self._as_indexed([(row, s) for row, s in batch if row.action in PAYLOAD_ACTIONS])
                 for row, s in batch:
-                    if row.action == "removed":
+                    if row.action is Action.REMOVED:
                         plan.removed.append(row.id)
-                    elif row.action == "moved" and s is not None:
+                    elif row.action is Action.MOVED and s is not None:
                         plan.moved.append(Move(old_id=row.old_id or "", new=s))
                     elif s is not None and row.action not in PAYLOAD_ACTIONS:
-                        {"new": plan.new, "changed": plan.changed}[row.action].append(s)
+                        {Action.NEW: plan.new, Action.CHANGED: plan.changed}[row.action].append(s)
                 yield plan
-        yield Plan(source=src, key_redirects=self.staging.redirects(src, self.report.run_id))
+        yield Plan(source=src, key_redirects=self.plan_staging.redirects(src, self.report.run_id))
 
     def current_hashes(self, urls: Collection[str]) -> dict[str, str]:
         """Record id -> content hash of these pages' current sections (no re-segmenting)."""
-        return self.staging.section_hashes(self.ctx.name, self.report.run_id, urls)
+        return self.ctx.store.section_staging.section_hashes(self.ctx.name, self.report.run_id, urls)
 
     def drop(self) -> None:
-        self.staging.drop(self.ctx.name, self.report.run_id)
+        self.ctx.store.staged_runs.drop(self.ctx.name, self.report.run_id)
