@@ -1,7 +1,7 @@
 """The 10,000-page benchmark: `python -m bench.run [--pages 10000] [--home DIR] [--profile]
 [--scenarios first,quiet_etag] [--port N] [--launched] [--embedder local]`.
 
-Four refreshes of one generated docs site through the real pipeline (`run_refresh`:
+Four refreshes of one generated docs site through the real pipeline (`Index.refresh`:
 Dagster, SQLite, LanceDB, the hashing embedder or, with `--embedder local`, the shipped
 local model), each in a fresh client process so its
 peak memory is its own, against a server in yet another process. Each refresh runs the
@@ -143,8 +143,9 @@ def _client(name: str, home: Path, port: int, profile: bool, launched: bool) -> 
         os.environ.pop("FRESHNESS_LAUNCH", None)
     else:
         os.environ["FRESHNESS_LAUNCH"] = "in-process"
-    from freshness_pipeline.defs.runner import run_refresh
+    from freshness_pipeline import open_index
 
+    index = open_index(home, home / "sources.yaml")
     sampler = _PeakRss()
     sampler.start()
     cpu0, t0 = os.times(), time.perf_counter()
@@ -152,10 +153,10 @@ def _client(name: str, home: Path, port: int, profile: bool, launched: bool) -> 
         import cProfile
 
         with cProfile.Profile() as prof:
-            result = run_refresh(SOURCE)
+            result = index.refresh(SOURCE)
         prof.dump_stats(str(home / f"{name}.prof"))
     else:
-        result = run_refresh(SOURCE)
+        result = index.refresh(SOURCE)
     wall = time.perf_counter() - t0
     cpu1 = os.times()
     sampler.stop()
