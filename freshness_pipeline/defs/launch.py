@@ -46,7 +46,6 @@ SERVER_READY_S = 300.0  # the code server's load, on a busy host
 # after it started, once its runs ended: a backstop for a command killed before it stopped it.
 SERVER_HEARTBEAT_S = 900
 GO = "go"
-# `python -m dagster`, once the caller says go; Dagster's imports are made before.
 
 
 def _gated(*preload: str) -> str:
@@ -176,23 +175,12 @@ def launchers(sources: list[str], tags: dict[str, str], log_level: str) -> Itera
             out: dict[str, Launcher] = {}
             for i, source in enumerate(dict.fromkeys(sources)):
                 run_id = str(uuid.uuid4())
-                cmd = [
-                    sys.executable,
-                    "-c",
-                    _gated("dagster"),
-                    "job",
-                    "launch",
-                    "-w",
-                    str(workspace),
-                    "-l",
-                    LOCATION,
-                    "-j",
-                    JOB,
-                ]
-                cmd += ["--run-id", run_id, "--tags", json.dumps({**tags, PARTITION_TAG: source})]
+                cmd = [sys.executable, "-c", _gated("dagster"), "job", "launch", "-w", str(workspace)]
+                cmd += ["-l", LOCATION, "-j", JOB, "--run-id", run_id]
+                cmd += ["--tags", json.dumps({**tags, PARTITION_TAG: source})]
                 cmd += ["--config-json", config]
                 log, where = output(f"launch-{i}.log")
-                out[source] = Launcher(run_id, _popen("dagster job launch", cmd, where, stdin=True), log, server)
+                out[source] = Launcher(run_id, _popen("dagster job launch", cmd, where), log, server)
                 stack.callback(out[source].stop)
             yield out
 
@@ -203,7 +191,7 @@ def _start_server(folder: Path, output: tuple[IO[str], IO[str] | int]) -> CodeSe
     cmd = [sys.executable, "-c", _gated("dagster", module), "api", "grpc", "--socket", str(sock), "-m", module]
     cmd += ["-a", attribute, "--location-name", LOCATION, "--heartbeat", "--heartbeat-timeout", str(SERVER_HEARTBEAT_S)]
     log, where = output
-    return CodeServer(sock, _popen("dagster api grpc", cmd, where, stdin=True), log)
+    return CodeServer(sock, _popen("dagster api grpc", cmd, where), log)
 
 
 def _go(proc: subprocess.Popen[bytes]) -> None:
@@ -216,8 +204,9 @@ def _go(proc: subprocess.Popen[bytes]) -> None:
             pass
 
 
-def _popen(what: str, cmd: list[str], where: IO[str] | int, *, stdin: bool) -> subprocess.Popen[bytes]:
+def _popen(what: str, cmd: list[str], where: IO[str] | int) -> subprocess.Popen[bytes]:
+    """A gated process: its stdin is the pipe its go comes through."""
     try:
-        return subprocess.Popen(cmd, stdout=where, stderr=where, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL)
+        return subprocess.Popen(cmd, stdout=where, stderr=where, stdin=subprocess.PIPE)
     except OSError as exc:
         raise LaunchError(f"{what} did not start: {exc}") from exc

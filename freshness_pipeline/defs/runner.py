@@ -7,9 +7,9 @@ instance's run coordinator: queued while a daemon dequeues, launched at once whe
 (`coordinator.py`). This process waits for the run and reads what it did from the instance.
 
 A launch costs process starts: the code server and the launcher (`launch.py`, both started
-before this process imports Dagster) and the run worker, the code server and the run worker
-each loading the code location (`make bench-overhead` measures them). `FRESHNESS_LAUNCH=in-process` (or
-`in_process=True`) runs the job inside this process instead, as a run without a code
+before this process imports Dagster) and the run worker; the code server and the run worker
+each load the code location (`make bench-overhead` measures them).
+`FRESHNESS_LAUNCH=in-process` (or `in_process=True`) runs the job inside this process instead, as a run without a code
 location origin: the test suite does so for speed, and tests the launch path on its own.
 """
 

@@ -256,6 +256,8 @@ class LanceDBStore:
         if table is None or not updates:
             return
         self._appending[namespace] = None  # any other write ends the appends: merges from here on
+        import pyarrow as pa
+
         ids = list(updates)
         for start in range(0, len(ids), _DELETE_BATCH):
             chunk = ids[start : start + _DELETE_BATCH]
@@ -265,8 +267,6 @@ class LanceDBStore:
             if not rows:
                 continue
             names = ["id", *sorted({k for r in rows for k in r} - {"id"})]
-            import pyarrow as pa
-
             schema = pa.schema([table.schema.field(n) for n in names])
             batch = pa.table({n: [r.get(n) for r in rows] for n in names}, schema=schema)
             table.merge_insert("id").when_matched_update_all().execute(batch)
