@@ -216,6 +216,20 @@ def test_token_batches_sort_by_length_and_keep_to_the_budget() -> None:
     assert token_batches([], 64, 3) == []
 
 
+def test_a_pipeline_call_keeps_every_session_busy() -> None:
+    from freshness_pipeline.adapters.embedders.local import TOKEN_BUDGET, call_budget, token_batches
+
+    # 64 sections of 80 wordpieces (the embedder's default call): in TOKEN_BUDGET batches
+    # that is one of 51 texts and one of 13, so one session would do most of it alone.
+    lengths = [80] * 64
+    assert [len(b) for b in token_batches(lengths, TOKEN_BUDGET, 64)] == [51, 13]
+    batches = token_batches(lengths, call_budget(lengths, sessions=2), 64)
+    assert [len(b) for b in batches] == [16, 16, 16, 16]
+    long = [256] * 200  # a large call keeps the full budget
+    assert call_budget(long, sessions=2) == TOKEN_BUDGET
+    assert token_batches([7], call_budget([7], sessions=2), 64) == [[0]]  # a query: one batch
+
+
 # --- factories ---------------------------------------------------------------------------
 
 

@@ -150,7 +150,8 @@ def _onnx(path: Path, backend: str) -> Encode:
     def encode(texts: list[str], batch_size: int) -> np.ndarray:
         ids = [e.ids for e in tokenizer.encode_batch(texts)]
         out = np.empty((len(texts), dims), dtype=np.float32)
-        batches = token_batches([len(x) for x in ids], TOKEN_BUDGET, max(batch_size, 1))
+        lengths = [len(x) for x in ids]
+        batches = token_batches(lengths, call_budget(lengths, len(sessions)), max(batch_size, 1))
         feeds = [_padded([ids[i] for i in rows]) for rows in batches]
         done = pool.map(lambda f: run(*f), feeds) if pool else (run(*f) for f in feeds)
         for rows, vectors in zip(batches, done, strict=True):
@@ -158,6 +159,13 @@ def _onnx(path: Path, backend: str) -> Encode:
         return out
 
     return encode
+
+
+def call_budget(lengths: Sequence[int], sessions: int) -> int:
+    """Padded tokens per batch for one call: TOKEN_BUDGET, or less so that each session gets
+    two batches or more. The pipeline's calls hold a few dozen texts (`embedder.batch_size`):
+    in batches of TOKEN_BUDGET one session would often run alone while the others idle."""
+    return min(TOKEN_BUDGET, sum(lengths) // (2 * sessions))
 
 
 def token_batches(lengths: Sequence[int], budget: int, max_rows: int) -> list[list[int]]:
