@@ -127,7 +127,9 @@ def _bench_site(site: Site, env: dict[str, str], base: dict[str, str], args: arg
         slug = "".join(c if c.isalnum() else "-" for c in label).strip("-")
         out = args.profile / f"{site.name}-{i:02d}-{slug}.txt" if args.profile else None
         started = time.time()
-        wall, cpu, stdout = _time([*_freshness(), *cmd], {**env, **extra}, out)
+        # The older code runs through its own `__main__`: the script calls this code's entry point.
+        script = [sys.executable, "-m", "freshness_pipeline.cli"] if "PYTHONPATH" in extra else _freshness()
+        wall, cpu, stdout = _time([*script, *cmd], {**env, **extra}, out)
         work = _work(stdout) if cmd[0] == "run" else None
         over = f"{wall - work:>7.2f} {wall / work:>6.1f}" if work else f"{'':>7} {'':>6}"
         line = f"{site.name:<10} {label:<36} {wall:>7.2f} {work or 0.0:>7.2f} {over} {cpu:>6.2f}"
