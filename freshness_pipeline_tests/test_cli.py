@@ -166,37 +166,38 @@ def test_a_closed_pipe_ends_quietly(dagster_home: Path) -> None:
     assert b"Traceback" not in err and b"BrokenPipeError" not in err, err.decode()
 
 
-@pytest.mark.parametrize("thread", [False, True], ids=["alone", "with-a-thread"])
-def test_the_script_skips_pythons_teardown_but_not_the_exit_handlers(dagster_home: Path, thread: bool) -> None:
-    """`freshness` (`cli.entry`) exits without freeing every object one by one (a module
-    global's `__del__` never runs), after the exit handlers and with all output written;
-    while a non-daemon thread is alive it exits as Python does, waiting for the thread."""
+def test_the_script_exits_without_the_final_collections(dagster_home: Path) -> None:
+    """`freshness` (`cli.entry`) takes the objects it made out of the exit's garbage
+    collections (they are frozen when the exit handlers run; `python -c` with
+    `sys.exit(main())` freezes none) and otherwise exits as Python does: output written,
+    exit handlers run, threads waited for, exit codes kept."""
     path = write_sources(dagster_home / "sources.yaml", "http://127.0.0.1:9/sitemap.xml")
     probe = (
-        "import atexit, sys, threading, time\n"
-        "from freshness_pipeline.cli import entry\n"
-        "class Teardown:\n"
-        "    def __del__(self): print('teardown ran', flush=True)\n"
-        "kept = Teardown()\n"
-        "atexit.register(print, 'exit handler ran')\n"
+        "import atexit, gc, sys, threading, time\n"
+        "from freshness_pipeline.cli import entry, main\n"
+        "atexit.register(lambda: print('frozen at exit:', gc.get_freeze_count() > 1000))\n"
         "def late(): time.sleep(0.5); print('thread finished')\n"
-        "if sys.argv[1] == 'thread': threading.Thread(target=late).start()\n"
-        "sys.argv = ['freshness', *sys.argv[2:]]\n"
-        "entry()\n"
+        "threading.Thread(target=late).start()\n"
+        "how, sys.argv = sys.argv[1], ['freshness', *sys.argv[2:]]\n"
+        "entry() if how == 'entry' else sys.exit(main())\n"
     )
     env = {**os.environ, "DAGSTER_HOME": str(dagster_home)}
-    mode = "thread" if thread else "alone"
-    run = [sys.executable, "-c", probe, mode]
-    done = subprocess.run([*run, "status", "--json", "--sources", str(path)], capture_output=True, text=True, env=env)
-    assert done.returncode == 0, done.stderr
-    printed, _, rest = done.stdout.rpartition("]\n")
-    (row,) = json.loads(printed + "]")
-    assert row["source"] == "docs"
-    assert "exit handler ran" in rest
-    assert ("thread finished" in done.stdout) is thread
-    assert ("teardown ran" in done.stdout) is thread, done.stdout  # Python's own exit only with the thread
-    usage = subprocess.run([*run, "no-such-command"], capture_output=True, text=True, env=env)
-    assert usage.returncode == 2 and "error:" in usage.stderr and "exit handler ran" in usage.stdout
+    for how in ("entry", "main"):
+        done = subprocess.run(
+            [sys.executable, "-c", probe, how, "status", "--json", "--sources", str(path)],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.splitlines()
+        (row,) = json.loads("\n".join(lines[lines.index("[") : lines.index("]") + 1]))
+        assert row["source"] == "docs"
+        assert "thread finished" in lines, done.stdout
+        assert lines[-1] == f"frozen at exit: {how == 'entry'}", done.stdout
+    usage = subprocess.run([sys.executable, "-c", probe, "entry", "no-such-command"], capture_output=True, text=True)
+    assert usage.returncode == 2 and "error:" in usage.stderr, usage.stderr
+    assert usage.stdout.splitlines()[-1] == "frozen at exit: True", usage.stdout
 
 
 def test_status_does_not_load_dagster(dagster_home: Path) -> None:
