@@ -127,8 +127,7 @@ def _bench_site(site: Site, env: dict[str, str], base: dict[str, str], args: arg
         slug = "".join(c if c.isalnum() else "-" for c in label).strip("-")
         out = args.profile / f"{site.name}-{i:02d}-{slug}.txt" if args.profile else None
         started = time.time()
-        # The older code runs through its own `__main__`: the script calls this code's entry point.
-        script = [sys.executable, "-m", "freshness_pipeline.cli"] if "PYTHONPATH" in extra else _freshness()
+        script = _OLDER_SCRIPT if "PYTHONPATH" in extra else _freshness()
         wall, cpu, stdout = _time([*script, *cmd], {**env, **extra}, out)
         work = _work(stdout) if cmd[0] == "run" else None
         over = f"{wall - work:>7.2f} {wall / work:>6.1f}" if work else f"{'':>7} {'':>6}"
@@ -139,6 +138,14 @@ def _bench_site(site: Site, env: dict[str, str], base: dict[str, str], args: arg
             print(f"{'':<10} {'':<36} {_phases(home, stdout, started, started + wall)}", flush=True)
         if out is not None:
             print(f"{'':<10} {'':<36} profile: {_breakdown(out)}", flush=True)
+
+
+# The older code's `freshness` script: its entry point where it has one, else `main`.
+_OLDER_SCRIPT = [
+    sys.executable,
+    "-c",
+    "import sys\nfrom freshness_pipeline import cli\nsys.exit(getattr(cli, 'entry', cli.main)())",
+]
 
 
 def _freshness() -> list[str]:
