@@ -6,6 +6,7 @@ headings, and the blocks a page is split into. Read with the retrieval text's op
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -36,13 +37,14 @@ class Structure:
     # first line -> (line after it, heading level or 0 for code, heading's inline markdown)
     # of every top-level heading and every code block outside a block quote: the blocks that
     # stand on their own lines
-    apart: dict[int, tuple[int, int, str]]
+    apart: Mapping[int, tuple[int, int, str]]
 
 
 @functools.lru_cache(maxsize=4)  # `normalize` and then `segment` split the same text
 def structure(markdown: str) -> Structure:
-    """The structure of `markdown` (LF line ends), from one parse; the last few are kept."""
-    lines = markdown.split("\n")
+    """The structure of `markdown` (its line ends read as LF), from one parse; the last few
+    are kept."""
+    lines = markdown.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     code = [False] * len(lines)
     apart: dict[int, tuple[int, int, str]] = {}
     quotes = 0
@@ -54,6 +56,8 @@ def structure(markdown: str) -> Structure:
             continue
         elif tok.type in ("fence", "code_block"):
             start, end = tok.map
+            while end > start + 1 and not lines[end - 1].strip():
+                end -= 1  # the blank lines an unclosed fence ends with: none of its text
             code[start:end] = [True] * (end - start)
             if not quotes:
                 apart[start] = (end, 0, "")
@@ -82,7 +86,7 @@ def split_blocks(markdown: str) -> list[Block]:
             blocks.append(Block("\n".join(s.lines[i:end]), "heading" if level else "code", level, inline))
             i = end
             continue
-        if s.lines[i].strip() or s.code[i]:
+        if s.lines[i].strip():
             current.append(s.lines[i])
         else:
             flush()

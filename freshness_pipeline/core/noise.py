@@ -2,10 +2,9 @@
 
 Each rule is named, can be disabled per source (`NoisePolicy.disabled_rules`) and only
 touches prose: code blocks, fenced or indented, as CommonMark reads them (`core/blocks.py`),
-pass through untouched (bar trailing whitespace). Rules
-are conservative: they remove volatile tokens (dates, relative times, build ids), never
-words that carry meaning. Bump `NORMALIZER_VERSION` whenever a rule's output changes: every
-hash depends on it.
+pass through untouched (bar trailing whitespace). Rules are conservative: they remove
+volatile tokens (dates, relative times, build ids), never words that carry meaning. Bump
+`NORMALIZER_VERSION` whenever a rule's output changes: every hash depends on it.
 """
 
 from __future__ import annotations
@@ -289,7 +288,7 @@ def _whitespace(page: _Page, url: str) -> _Page:
     no trailing spaces, at most one blank line, none at either end."""
     text = page.text
     if (clean := unicodedata.normalize("NFC", text).translate(_INVISIBLE)) != text:
-        page = _Page.parse(clean)  # a character gone may start a fence or change an indent
+        page = _Page.parse(clean)  # a character gone may start a code block
     out = _Page([], [])
     for line, code in zip(page.lines, page.code, strict=True):
         line = line.rstrip() if code else _SPACES.sub(" ", line.expandtabs(4)).rstrip()
@@ -377,11 +376,13 @@ def normalize(
     unknown = sorted(set(disabled) - RULES.keys())
     if unknown:
         raise ValueError(f"unknown noise rule(s): {', '.join(unknown)}; known: {', '.join(RULES)}")
-    page = _blank_lines_around_code(markdown.replace("\r\n", "\n").replace("\r", "\n"))
+    page = _blank_lines_around_code(markdown)
     for rule in RULES.values():
         if rule.name not in disabled:
             page = rule.edit(page, url)
-    markdown = page.text
+    # Again as the result reads: a rule's edit can make code (`    x` left where a date went)
+    # or end a block. The result's parse is kept: `segment` splits the same text.
+    markdown = _blank_lines_around_code(page.text).text
     if template_blocks:
         markdown = "\n\n".join(
             b.text
