@@ -34,7 +34,9 @@ __all__ = [
 # 2: page dates are only the declared ones (core/extract.py): every page is extracted again.
 # 3: link-dense lists kept, <summary> a paragraph, heading-only pages as headings
 # (core/extract.py); unneeded escapes removed; a blank line around code blocks.
-NORMALIZER_VERSION = "3"
+# 4: code as CommonMark reads it (core/blocks.py): indented code and fences in block quotes
+# or deep in list items are never rewritten, and stand apart as the result reads.
+NORMALIZER_VERSION = "4"
 
 # --- lines, each code or not ---------------------------------------------------------------
 

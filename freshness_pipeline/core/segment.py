@@ -27,7 +27,10 @@ __all__ = ["CHUNKER_VERSION", "TokenCount", "section_key", "segment"]
 # 2: embed text is the retrieval text (no "as of" header, links or markup); the budget is
 # counted on it, heading path included, with the embedder's tokenizer.
 # 3: a page whose only text is its headings is one section of them.
-CHUNKER_VERSION = "3"
+# 4: headings as CommonMark reads them (core/blocks.py): underlined ones start sections,
+# `#` lines in list items, block quotes and html blocks do not; a heading's text is its
+# inline markdown's words, as the body's (entities decoded, `_` emphasis gone).
+CHUNKER_VERSION = "4"
 
 TokenCount = Callable[[str], int]  # tokens of a text, as the embedder will count them
 
