@@ -1,10 +1,10 @@
 """Normalization of extracted markdown before it is segmented and hashed.
 
 Each rule is named, can be disabled per source (`NoisePolicy.disabled_rules`) and only
-touches prose: fenced code blocks pass through untouched (bar trailing whitespace). Rules
-are conservative: they remove volatile tokens (dates, relative times, build ids), never
-words that carry meaning. Bump `NORMALIZER_VERSION` whenever a rule's output changes: every
-hash depends on it.
+touches prose: code blocks, fenced or indented, as CommonMark reads them (`core/blocks.py`),
+pass through untouched (bar trailing whitespace). Rules are conservative: they remove
+volatile tokens (dates, relative times, build ids), never words that carry meaning. Bump
+`NORMALIZER_VERSION` whenever a rule's output changes: every hash depends on it.
 """
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ import hashlib
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from urllib.parse import urljoin
 
 from markdown_it import MarkdownIt
 
+from freshness_pipeline.core.blocks import split_blocks, structure
 from freshness_pipeline.core.urls import strip_tracking
 
 __all__ = [
@@ -26,121 +27,88 @@ __all__ = [
     "RULES",
     "Rule",
     "block_fingerprint",
-    "is_heading",
     "learn_template_blocks",
     "normalize",
-    "split_blocks",
 ]
 
 # 2: page dates are only the declared ones (core/extract.py): every page is extracted again.
 # 3: link-dense lists kept, <summary> a paragraph, heading-only pages as headings
 # (core/extract.py); unneeded escapes removed; a blank line around code blocks.
-NORMALIZER_VERSION = "3"
+# 4: code as CommonMark reads it (core/blocks.py): indented code and fences in block quotes
+# or deep in list items are never rewritten, and stand apart as the result reads.
+NORMALIZER_VERSION = "4"
 
-_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
-_HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t].*)?")
-
-
-# --- markdown structure -------------------------------------------------------------------
+# --- lines, each code or not ---------------------------------------------------------------
 
 
-def _lines(markdown: str) -> Iterator[tuple[str, bool, bool]]:
-    """Each line, whether it belongs to a fenced code block (fences included), and whether
-    it closes one. An unclosed fence runs to the end."""
-    closing: re.Pattern[str] | None = None
-    for line in markdown.split("\n"):
-        if closing is not None:
-            closes = closing.fullmatch(line) is not None
-            if closes:
-                closing = None
-            yield line, True, closes
-        elif m := _FENCE.match(line):
-            fence = m.group(1)
-            closing = re.compile(rf" {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*")
-            yield line, True, False
-        else:
-            yield line, False, False
+@dataclass(frozen=True, slots=True)
+class _Page:
+    """Markdown as lines, each known to be code or not, from one parse before the rules:
+    they edit the lines outside code and never make a line code or prose."""
+
+    lines: list[str]
+    code: list[bool]
+
+    @classmethod
+    def parse(cls, markdown: str) -> _Page:
+        s = structure(markdown)
+        return cls(list(s.lines), list(s.code))
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
 
 
-def is_heading(line: str) -> bool:
-    """Whether a (prose) line is an ATX heading, `#` to `######`."""
-    return _HEADING.fullmatch(line) is not None
+def _blank_lines_around_code(markdown: str) -> _Page:
+    """A blank line before every code block that stands on its own lines and after it
+    (where a block ends or starts anyway: no line becomes code or prose). `split_blocks`
+    makes each one a block of its own, and a section's text joins its blocks with a blank
+    line: the page's text must hold every section's text as written, for its citation
+    offsets."""
+    s = structure(markdown)
+    edges = {i for start, (end, level, _) in s.apart.items() if not level for i in (start, end)}
+    out = _Page([], [])
+    for i, (line, code) in enumerate(zip(s.lines, s.code, strict=True)):
+        if i in edges and line.strip() and out.lines and out.lines[-1].strip():
+            out.lines.append("")
+            out.code.append(False)
+        out.lines.append(line)
+        out.code.append(code)
+    return out
 
 
-def split_blocks(markdown: str) -> list[str]:
-    """Blank-line separated blocks; a fenced code block and a heading are each one block."""
-    blocks: list[str] = []
-    current: list[str] = []
-
-    def flush() -> None:
-        if current:
-            blocks.append("\n".join(current))
-            current.clear()
-
-    in_code = False
-    for line, code, closes in _lines(markdown):
-        if code:
-            if not in_code:
-                flush()
-                in_code = True
-            current.append(line)
-            if closes:
-                flush()
-                in_code = False
-        elif not line.strip():
-            flush()
-        elif is_heading(line):
-            flush()
-            blocks.append(line)
-        else:
-            current.append(line)
-    flush()
-    return blocks
-
-
-def _blank_lines_around_code(markdown: str) -> str:
-    """A blank line before every fenced code block and after it. `split_blocks` makes each
-    one a block of its own, and a section's text joins its blocks with a blank line: the
-    page's text must hold every section's text as written, for its citation offsets."""
-    out: list[str] = []
-    in_block = after_block = False
-    for line, code, closes in _lines(markdown):
-        if (code and not in_block or after_block) and line.strip() and out and out[-1].strip():
-            out.append("")
-        out.append(line)
-        in_block, after_block = code and not closes, closes
-    return "\n".join(out)
-
-
-def _map_prose_blocks(markdown: str, fn: Callable[[str], str]) -> str:
-    """Apply `fn` to every block of consecutive non-blank lines outside fenced code."""
-    out: list[str] = []
+def _map_prose_blocks(page: _Page, fn: Callable[[str], str]) -> _Page:
+    """Apply `fn` to every block of consecutive non-blank lines outside code."""
+    out = _Page([], [])
     block: list[str] = []
 
     def flush() -> None:
         if block:
-            out.extend(fn("\n".join(block)).split("\n"))
+            new = fn("\n".join(block)).split("\n")
+            out.lines.extend(new)
+            out.code.extend([False] * len(new))
             block.clear()
 
-    for line, code, _ in _lines(markdown):
+    for line, code in zip(page.lines, page.code, strict=True):
         if code or not line.strip():
             flush()
-            out.append(line)
+            out.lines.append(line)
+            out.code.append(code)
         else:
             block.append(line)
     flush()
-    return "\n".join(out)
+    return out
 
 
-def _map_prose(markdown: str, fn: Callable[[str], str | None]) -> str:
-    """Apply `fn` to every line outside fenced code; a `None` result drops the line."""
-    out = []
-    for line, code, _ in _lines(markdown):
-        if code:
-            out.append(line)
-        elif (new := fn(line)) is not None:
-            out.append(new)
-    return "\n".join(out)
+def _map_prose(page: _Page, fn: Callable[[str], str | None]) -> _Page:
+    """Apply `fn` to every line outside code; a `None` result drops the line."""
+    out = _Page([], [])
+    for line, code in zip(page.lines, page.code, strict=True):
+        new = line if code else fn(line)
+        if new is not None:
+            out.lines.append(new)
+            out.code.append(code)
+    return out
 
 
 # --- dates and times --------------------------------------------------------------------
@@ -182,22 +150,22 @@ _LAST_UPDATED = re.compile(
 )
 
 
-def _last_updated(markdown: str, url: str) -> str:
+def _last_updated(page: _Page, url: str) -> _Page:
     """ "Last updated: June 3, 2026", "Updated on 2026-06-03", "Last modified 3 days ago"."""
 
     def line(text: str) -> str | None:
         new = _LAST_UPDATED.sub("", text)
         return None if new != text and not _WORD.search(new) else new
 
-    return _map_prose(markdown, line)
+    return _map_prose(page, line)
 
 
 _RELATIVE_TIME = re.compile(rf"\b{_RELATIVE}\b", re.IGNORECASE)
 
 
-def _relative_time(markdown: str, url: str) -> str:
+def _relative_time(page: _Page, url: str) -> _Page:
     """ "3 days ago", "an hour ago", "yesterday", "just now"."""
-    return _map_prose(markdown, lambda line: _RELATIVE_TIME.sub("", line))
+    return _map_prose(page, lambda line: _RELATIVE_TIME.sub("", line))
 
 
 _BUILD_LINE = re.compile(
@@ -213,7 +181,7 @@ _COPYRIGHT_YEARS = re.compile(
 )
 
 
-def _build_stamp(markdown: str, url: str) -> str:
+def _build_stamp(page: _Page, url: str) -> _Page:
     """Dates, ids and numbers of build footers ("Built with X at <time>", "Build: <id>")
     and the years of copyright notices ("© 2019-2026 Acme" -> "© Acme")."""
 
@@ -221,7 +189,7 @@ def _build_stamp(markdown: str, url: str) -> str:
         text = _COPYRIGHT_YEARS.sub(r"\1\2", text)
         return _BUILD_VOLATILE.sub("", text) if _BUILD_LINE.search(text) else text
 
-    return _map_prose(markdown, line)
+    return _map_prose(page, line)
 
 
 # A backslash before ASCII punctuation: a markdown escape (CommonMark 2.4).
@@ -234,15 +202,15 @@ _MAX_TRIES = 20  # escapes of one character tried one by one; past them, the res
 _PAIRED = ("*", "_", "~", "`", "[]", "()")
 
 
-def _escapes(markdown: str, url: str) -> str:
+def _escapes(page: _Page, url: str) -> _Page:
     """The backslash escapes markdown does not need (trafilatura escapes every `_`, `*`,
     `[`, `]`, `<`, `~` ... in prose: `acme-widgets\\[postgres\\]`): an escape goes when the
     block renders the same without it, so an escape that keeps `*literal*` from being
     emphasis, or a `|` inside a table cell, stays, and code spans (whose backslashes are
-    literal) never change. Each block (blank-line separated, outside fenced code) is
+    literal) never change. Each block (blank-line separated, outside code blocks) is
     judged as a whole, the escapes of one character at once, else one at a time (bar
     delimiters that pair up: those all at once or not at all)."""
-    return _map_prose_blocks(markdown, _unneeded_escapes_removed)
+    return _map_prose_blocks(page, _unneeded_escapes_removed)
 
 
 def _escape_positions(block: str, chars: str) -> list[int]:
@@ -287,21 +255,21 @@ def _unneeded_escapes_removed(block: str) -> str:
 _LINK_TARGET = re.compile(r"(?<=\]\()(\s*<?)([^)\s>]+)|(?<=<)(https?://[^>\s]+)(?=>)")
 
 
-def _map_link_targets(markdown: str, fn: Callable[[str], str]) -> str:
+def _map_link_targets(page: _Page, fn: Callable[[str], str]) -> _Page:
     def repl(m: re.Match[str]) -> str:
         if m.group(3) is not None:
             return fn(m.group(3))
         return m.group(1) + fn(m.group(2))
 
-    return _map_prose(markdown, lambda line: _LINK_TARGET.sub(repl, line))
+    return _map_prose(page, lambda line: _LINK_TARGET.sub(repl, line))
 
 
-def _tracking_params(markdown: str, url: str) -> str:
+def _tracking_params(page: _Page, url: str) -> _Page:
     """utm_*, gclid, fbclid, ... dropped from link targets."""
-    return _map_link_targets(markdown, strip_tracking)
+    return _map_link_targets(page, strip_tracking)
 
 
-def _relative_links(markdown: str, url: str) -> str:
+def _relative_links(page: _Page, url: str) -> _Page:
     """Relative link targets resolved against the page URL."""
 
     def resolve(target: str) -> str:
@@ -310,29 +278,40 @@ def _relative_links(markdown: str, url: str) -> str:
         except ValueError:  # e.g. a malformed IPv6 host
             return target
 
-    return _map_link_targets(markdown, resolve)
+    return _map_link_targets(page, resolve)
 
 
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
 _SPACES = re.compile(r"(?<=\S)[ \t\u00a0\u2000-\u200a\u202f\u3000]+")
 
 
-def _whitespace(markdown: str, url: str) -> str:
+def _whitespace(page: _Page, url: str) -> _Page:
     """NFC, no invisible characters, single spaces between words (indentation kept),
     no trailing spaces, at most one blank line, none at either end."""
-    text = unicodedata.normalize("NFC", markdown).translate(_INVISIBLE)
-    out: list[str] = []
-    for line, code, _ in _lines(text):
+    text = page.text
+    if (clean := unicodedata.normalize("NFC", text).translate(_INVISIBLE)) != text:
+        page = _Page.parse(clean)  # a character gone may start a code block
+    out = _Page([], [])
+    for line, code in zip(page.lines, page.code, strict=True):
         line = line.rstrip() if code else _SPACES.sub(" ", line.expandtabs(4)).rstrip()
-        if line or code or (out and out[-1]):
-            out.append(line)
-    return "\n".join(out).strip("\n")
+        if line or code or (out.lines and out.lines[-1]):
+            out.lines.append(line)
+            out.code.append(code)
+    while out.lines and not out.lines[-1]:
+        out.lines.pop()
+        out.code.pop()
+    start = next((i for i, line in enumerate(out.lines) if line), len(out.lines))
+    return _Page(out.lines[start:], out.code[start:])
 
 
 @dataclass(frozen=True, slots=True)
 class Rule:
     name: str
-    apply: Callable[[str, str], str]  # (markdown, page url) -> markdown; docstring says what
+    edit: Callable[[_Page, str], _Page]  # (page, its url) -> page; the docstring says what
+
+    def apply(self, markdown: str, url: str) -> str:
+        """This rule alone on `markdown`."""
+        return self.edit(_Page.parse(markdown), url).text
 
 
 # In order of application: line removals first, whitespace last.
@@ -365,10 +344,6 @@ def block_fingerprint(block: str) -> str:
     return hashlib.sha1(canonical.encode()).hexdigest()
 
 
-def _is_template_candidate(block: str) -> bool:
-    return not is_heading(block) and not _FENCE.match(block)
-
-
 def learn_template_blocks(
     pages: Iterable[str], *, share: float, keep: Collection[str] = (), min_pages: int = 5
 ) -> frozenset[str]:
@@ -382,7 +357,7 @@ def learn_template_blocks(
     n = 0
     for page in pages:
         n += 1
-        counts.update({block_fingerprint(b) for b in split_blocks(page) if _is_template_candidate(b)})
+        counts.update({block_fingerprint(b.text) for b in split_blocks(page) if b.kind == "text"})
     if n < min_pages:
         return frozenset()
     return frozenset(fp for fp, c in counts.items() if c > share * n or (fp in keep and c > share / 2 * n))
@@ -400,17 +375,20 @@ def normalize(
     Line ends become LF first, and code blocks stand apart from the text around them
     (a blank line before and after), whatever the rules.
     """
-    markdown = _blank_lines_around_code(markdown.replace("\r\n", "\n").replace("\r", "\n"))
     unknown = sorted(set(disabled) - RULES.keys())
     if unknown:
         raise ValueError(f"unknown noise rule(s): {', '.join(unknown)}; known: {', '.join(RULES)}")
+    page = _blank_lines_around_code(markdown)
     for rule in RULES.values():
         if rule.name not in disabled:
-            markdown = rule.apply(markdown, url)
+            page = rule.edit(page, url)
+    # Again as the result reads: a rule's edit can make code (`    x` left where a date went)
+    # or end a block. The result's parse is kept: `segment` splits the same text.
+    markdown = _blank_lines_around_code(page.text).text
     if template_blocks:
         markdown = "\n\n".join(
-            b
+            b.text
             for b in split_blocks(markdown)
-            if not (_is_template_candidate(b) and block_fingerprint(b) in template_blocks)
+            if not (b.kind == "text" and block_fingerprint(b.text) in template_blocks)
         )
     return markdown

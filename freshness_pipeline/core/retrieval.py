@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-__all__ = ["code_parts", "plain_text", "retrieval_text"]
+__all__ = ["code_parts", "inline_text", "plain_text", "retrieval_text"]
 
 # html: True so that inline tags become html tokens (dropped) instead of literal text.
 _MD = MarkdownIt("commonmark", {"html": True}).enable("table")
@@ -47,6 +47,11 @@ def plain_text(markdown: str) -> str:
         if words := " ".join(text.split()):
             blocks.append(words)
     return "\n".join(blocks)
+
+
+def inline_text(markdown: str) -> str:
+    """The words of inline markdown (a heading's text), single spaces."""
+    return " ".join(_inline(_MD.parseInline(markdown)[0].children).split())
 
 
 def code_parts(markdown: str) -> tuple[str, ...]:

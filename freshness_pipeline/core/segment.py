@@ -1,10 +1,10 @@
 """Normalized page markdown -> `Section`s with stable keys.
 
-A section is the text under one ATX heading, keyed by page URL + heading path: its key never
-depends on its text, on its position, or on the other sections' text. A section whose
-retrieval text (heading path included) is over the token budget, counted with the
-embedder's own tokenizer, is split into chunks, deterministically: nothing is ever
-truncated by the model.
+A section is the text under one heading (`#` or underlined, outside lists and block
+quotes: `core/blocks.py`), keyed by page URL + heading path: its key never depends on its
+text, on its position, or on the other sections' text. A section whose retrieval text
+(heading path included) is over the token budget, counted with the embedder's own
+tokenizer, is split into chunks, deterministically: nothing is ever truncated by the model.
 """
 
 from __future__ import annotations
@@ -15,40 +15,27 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from freshness_pipeline.core.blocks import split_blocks
 from freshness_pipeline.core.fingerprint import content_hash, simhash
 from freshness_pipeline.core.models import Section
-from freshness_pipeline.core.noise import is_heading, split_blocks
-from freshness_pipeline.core.retrieval import retrieval_text
+from freshness_pipeline.core.retrieval import inline_text, retrieval_text
 from freshness_pipeline.core.tokens import get_encoding
 
-__all__ = ["CHUNKER_VERSION", "TokenCount", "heading_text", "section_key", "segment"]
+__all__ = ["CHUNKER_VERSION", "TokenCount", "section_key", "segment"]
 
 # Bump whenever keys, chunk boundaries or embed texts would come out differently.
 # 2: embed text is the retrieval text (no "as of" header, links or markup); the budget is
 # counted on it, heading path included, with the embedder's tokenizer.
 # 3: a page whose only text is its headings is one section of them.
-CHUNKER_VERSION = "3"
+# 4: headings as CommonMark reads them (core/blocks.py): underlined ones start sections,
+# `#` lines in list items, block quotes and html blocks do not; a heading's text is its
+# inline markdown's words, as the body's (entities decoded, `_` emphasis gone).
+CHUNKER_VERSION = "4"
 
 TokenCount = Callable[[str], int]  # tokens of a text, as the embedder will count them
 
-_ATX = re.compile(r" {0,3}#{1,6}(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*")
-_IMAGE_OR_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-_HTML_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
-# `*` only: trafilatura writes emphasis with stars, and `_` is part of identifiers.
-_EMPHASIS = re.compile(r"(?<![\\*])(\*{1,3})(\S|\S.*?\S)(?<!\\)\1")
-_ESCAPE = re.compile(r"\\([^\w\s])")
 # Where an oversized block is cut, coarsest first: lines (list items, code), then sentences.
 _SPLITS = (re.compile(r"(\n)"), re.compile(r"(?<=[.!?])(\s+)"))
-
-
-def heading_text(line: str) -> str:
-    """The text of an ATX heading line: no `#`s, links, code ticks, emphasis or tags."""
-    m = _ATX.fullmatch(line)
-    text = (m.group(1) or "") if m else line
-    text = _IMAGE_OR_LINK.sub(r"\1", text)
-    text = _HTML_TAG.sub("", text).replace("`", "")
-    text = _EMPHASIS.sub(r"\2", text)
-    return " ".join(_ESCAPE.sub(r"\1", text).split())
 
 
 def section_key(url: str, heading_path: tuple[str, ...]) -> str:
@@ -59,7 +46,7 @@ def _headings_only(markdown: str) -> list[tuple[tuple[str, ...], list[str]]]:
     """A page whose only text is its headings (a title above a form or an embed) is one
     section of those headings at the page's root: it stays findable by its title, and a
     line the noise rules strip (a "Last updated" date) cannot make it lose its record."""
-    headings = [b for b in split_blocks(markdown) if is_heading(b) and heading_text(b)]
+    headings = [b.text for b in split_blocks(markdown) if b.kind == "heading" and inline_text(b.inline)]
     return [((), headings)] if headings else []
 
 
@@ -82,14 +69,13 @@ def _all_sections(markdown: str) -> Iterator[tuple[tuple[str, ...], list[str]]]:
     path: tuple[str, ...] = ()
     body: list[str] = []
     for block in split_blocks(markdown):
-        if not is_heading(block):
-            body.append(block)
+        if block.kind != "heading":
+            body.append(block.text)
             continue
         yield path, body
-        level = len(block.lstrip(" ")) - len(block.lstrip(" ").lstrip("#"))
-        while stack and stack[-1][0] >= level:
+        while stack and stack[-1][0] >= block.level:
             stack.pop()
-        stack.append((level, heading_text(block)))
+        stack.append((block.level, inline_text(block.inline)))
         written = tuple(text for _, text in stack)
         seen[written] += 1
         n = seen[written]

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from freshness_pipeline.core.fingerprint import content_hash
 from freshness_pipeline.core.noise import normalize
-from freshness_pipeline.core.segment import heading_text, section_key, segment, tiktoken_counter
+from freshness_pipeline.core.segment import section_key, segment, tiktoken_counter
 from freshness_pipeline_tests.core.pages import VOCAB, Page, Sec, pages, paragraphs, words
 
 count_tokens = tiktoken_counter()  # segment's default count
@@ -68,9 +68,28 @@ def test_duplicate_headings_are_numbered_in_document_order() -> None:
     ]
 
 
-def test_heading_text_strips_markup() -> None:
-    assert heading_text("## The `Client` **class** [link](https://x) ##") == "The Client class link"
-    assert heading_text("###   __init__   and  *args*") == "__init__ and args"
+@pytest.mark.parametrize(
+    ("heading", "text"),
+    [
+        ("## The `Client` **class** [link](https://x) ##", "The Client class link"),
+        ("###   \\_\\_init\\_\\_   and  *args*", "__init__ and args"),
+        ("### __init__", "init"),  # strong emphasis, as it renders (the body's text reads it so too)
+        ("## Tom &amp; Jerry <span>x</span> ![logo](a.png)", "Tom & Jerry x logo"),
+        ("# C\\# and F#  ##", "C# and F#"),
+        ("Setext *title*\n===", "Setext title"),
+    ],
+)
+def test_a_heading_path_holds_the_headings_words(heading: str, text: str) -> None:
+    (s,) = segment(URL, f"{heading}\n\nBody.")
+    assert s.heading_path == (text,) and s.embed_text == f"{text}\nBody."
+
+
+def test_headings_in_lists_and_block_quotes_start_no_section() -> None:
+    md = "# A\n\n- Step one\n  ## Not a section\n\n> ## Nor this\n\nUnderlined\n----------\n\nText."
+    assert [(s.heading_path, s.text) for s in segment(URL, md)] == [
+        (("A",), "- Step one\n  ## Not a section\n\n> ## Nor this"),
+        (("A", "Underlined"), "Text."),
+    ]
 
 
 def test_renaming_a_parent_heading_moves_its_subsections() -> None:
