@@ -140,9 +140,11 @@ def _bench_site(site: Site, env: dict[str, str], base: dict[str, str], args: arg
             print(f"{'':<10} {'':<36} profile: {_breakdown(out)}", flush=True)
 
 
-# The older code's `freshness` script: its entry point where it has one, else `main`.
+# The older code's `freshness` script: its entry point where it has one, else `main`. `-P`:
+# the current folder (this checkout) does not come before $PYTHONPATH (the older code).
 _OLDER_SCRIPT = [
     sys.executable,
+    "-P",
     "-c",
     "import sys\nfrom freshness_pipeline import cli\nsys.exit(getattr(cli, 'entry', cli.main)())",
 ]
