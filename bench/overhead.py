@@ -119,7 +119,10 @@ def _bench_site(site: Site, env: dict[str, str], base: dict[str, str], args: arg
     cases += [("search (cold)", ["search", QUERY], {})] if "search" in commands else []
     variants: list[tuple[str, dict[str, str]]] = [("", {})]
     if args.baseline:
-        variants.append((" [baseline]", base | {"PYTHONPATH": str(args.baseline.resolve())}))
+        # PYTHONSAFEPATH: in every process of the command (its code server, run worker), the
+        # current folder, which may be this checkout, does not come before the older code.
+        older = {"PYTHONPATH": str(args.baseline.resolve()), "PYTHONSAFEPATH": "1"}
+        variants.append((" [baseline]", base | older))
     cases = [(label + tag, cmd, extra | more) for label, cmd, extra in cases for tag, more in variants]
     first = [("first run (launched)" + tag, ["run", "--json"], more) for tag, more in variants]
     cases = first + cases
@@ -140,11 +143,9 @@ def _bench_site(site: Site, env: dict[str, str], base: dict[str, str], args: arg
             print(f"{'':<10} {'':<36} profile: {_breakdown(out)}", flush=True)
 
 
-# The older code's `freshness` script: its entry point where it has one, else `main`. `-P`:
-# the current folder (this checkout) does not come before $PYTHONPATH (the older code).
+# The older code's `freshness` script: its entry point where it has one, else `main`.
 _OLDER_SCRIPT = [
     sys.executable,
-    "-P",
     "-c",
     "import sys\nfrom freshness_pipeline import cli\nsys.exit(getattr(cli, 'entry', cli.main)())",
 ]
