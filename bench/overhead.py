@@ -119,10 +119,7 @@ def _bench_site(site: Site, env: dict[str, str], base: dict[str, str], args: arg
     cases += [("search (cold)", ["search", QUERY], {})] if "search" in commands else []
     variants: list[tuple[str, dict[str, str]]] = [("", {})]
     if args.baseline:
-        # PYTHONSAFEPATH: in every process of the command (its code server, run worker), the
-        # current folder, which may be this checkout, does not come before the older code.
-        older = {"PYTHONPATH": str(args.baseline.resolve()), "PYTHONSAFEPATH": "1"}
-        variants.append((" [baseline]", base | older))
+        variants.append((" [baseline]", base | {"PYTHONPATH": str(args.baseline.resolve())}))
     cases = [(label + tag, cmd, extra | more) for label, cmd, extra in cases for tag, more in variants]
     first = [("first run (launched)" + tag, ["run", "--json"], more) for tag, more in variants]
     cases = first + cases
@@ -165,7 +162,9 @@ def _time(cmd: list[str], env: dict[str, str], profile: Path | None) -> tuple[fl
         cmd = [spy, "record", "--subprocesses", "--format", "raw", "-r", "50", "-o", str(profile), "--", *cmd]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    # Run from the home: Dagster puts the working directory first on the path of the code
+    # server and the run worker, and this checkout's package would shadow an older one's.
+    out = subprocess.run(cmd, env=env, cwd=env["DAGSTER_HOME"], capture_output=True, text=True, check=False)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode != 0:
