@@ -32,6 +32,7 @@ Mode = Literal["hybrid", "vector", "text"]
 MODES: tuple[Mode, ...] = ("hybrid", "vector", "text")
 CANDIDATES = 30  # records each part ranks before fusion (at least k)
 _TIES = 10  # records read past the cut, so that ties across it are settled by id
+_MOST = 10_000  # the most records a part reads (Pinecone's top_k limit), however long a tie
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,25 +68,50 @@ def ranked(
     similarity, by full-text score, or both fused by reciprocal rank (the default). Each
     part ranks `CANDIDATES` records (at least k) before the fusion."""
     depth = k if mode != "hybrid" else max(k, CANDIDATES)
+    limit = depth + _TIES
+    while True:  # read further while a tie at the cut may run past what was read
+        if mode == "vector":
+            dense, words = vectors.query(ns, vector, limit, committed=committed), []
+        elif mode == "text":
+            dense, words = [], vectors.text_query(ns, query, vector, limit, committed=committed)
+        else:
+            dense, words = vectors.hybrid_query(ns, vector, query, limit, committed=committed)
+        if limit >= _MOST or not (
+            _tied_past(dense, depth, limit, text=False) or _tied_past(words, depth, limit, text=True)
+        ):
+            break
+        limit = min(limit * 2, _MOST)
+    dense, words = _settled(dense, depth, text=False), _settled(words, depth, text=True)
     if mode == "vector":
-        dense = _settled(vectors.query(ns, vector, depth + _TIES, committed=committed), depth, text=False)
         return [Ranked(h, h.score, i, None) for i, h in enumerate(dense, 1)]
     if mode == "text":
-        words = _settled(vectors.text_query(ns, query, vector, depth + _TIES, committed=committed), depth, text=True)
         return [Ranked(h, h.text_score or 0.0, None, i) for i, h in enumerate(words, 1)]
-    dense, words = vectors.hybrid_query(ns, vector, query, depth + _TIES, committed=committed)
-    dense, words = _settled(dense, depth, text=False), _settled(words, depth, text=True)
     text_scores = {h.id: h.text_score for h in words}
     by_id = {h.id: h for h in words} | {h.id: replace(h, text_score=text_scores.get(h.id)) for h in dense}
     fused = fuse([[h.id for h in dense], [h.id for h in words]])[:k]
     return [Ranked(by_id[f.id], f.score, f.ranks[0], f.ranks[1]) for f in fused]
 
 
+def _score(hit: Hit, *, text: bool) -> float:
+    return round((hit.text_score or 0.0) if text else hit.score, 6)
+
+
 def _settled(hits: list[Hit], depth: int, *, text: bool) -> list[Hit]:
     """The first `depth` hits, equal scores ordered by id: a store returns ties in the order
     its rows are stored, which differs between an index refreshed run by run and a fresh one
-    of the same records (the same text in two sections, a BM25 tie)."""
-    return sorted(hits, key=lambda h: (-round((h.text_score or 0.0) if text else h.score, 6), h.id))[:depth]
+    of the same records (the same text in two sections, a BM25 tie, the hashing embedder's
+    sparse vectors)."""
+    return sorted(hits, key=lambda h: (-_score(h, text=text), h.id))[:depth]
+
+
+def _tied_past(hits: list[Hit], depth: int, limit: int, *, text: bool) -> bool:
+    """Whether the store may hold more records tied with the one at the cut than it
+    returned: it filled the limit, and its last hit scores as the `depth`-th does. Which of
+    those it returns is its own choice, and `_settled` must see them all."""
+    if len(hits) < limit or len(hits) <= depth:
+        return False
+    cut = sorted(_score(h, text=text) for h in hits)[-depth]
+    return min(_score(h, text=text) for h in hits) == cut
 
 
 @dataclass(frozen=True, slots=True)
