@@ -110,8 +110,8 @@ def _tied_past(hits: list[Hit], depth: int, limit: int, *, text: bool) -> bool:
     those it returns is its own choice, and `_settled` must see them all."""
     if len(hits) < limit or len(hits) <= depth:
         return False
-    cut = sorted(_score(h, text=text) for h in hits)[-depth]
-    return min(_score(h, text=text) for h in hits) == cut
+    scores = sorted(_score(h, text=text) for h in hits)
+    return scores[0] == scores[-depth]
 
 
 @dataclass(frozen=True, slots=True)
