@@ -148,19 +148,22 @@ class Index:
 
             from .defs.launch import in_process_runs, launchers
             from .defs.tags import ALLOW_SPIKE_TAG, run_tags
-            from .pipeline.maintenance import require_writable_home
 
-            require_writable_home(self.home)  # one clear line before Dagster writes its storage there
-            from .defs.instance import write_instance_config
-
-            write_instance_config(self.home)  # the queue, pools and monitoring of docs/dagster.md
             tags = {ALLOW_SPIKE_TAG: "true"} if allow_spike else None
             level = "INFO" if verbose else "CRITICAL"
+            # The launchers start first: they wait for their go before they touch the home.
             started = nullcontext(None) if in_process_runs() else launchers(names, run_tags(tier, tags), level)
             with started as gated:
-                from .defs.runner import run_refreshes
-                from .pipeline.attempts import record_attempt
+                from .adapters.memory import collections_paused
 
+                with collections_paused():  # Dagster's import and the state store's (`memory.py`)
+                    from .defs.instance import write_instance_config
+                    from .defs.runner import run_refreshes
+                    from .pipeline.attempts import record_attempt
+                    from .pipeline.maintenance import require_writable_home
+
+                require_writable_home(self.home)  # one clear line before Dagster writes its storage there
+                write_instance_config(self.home)  # the queue, pools and monitoring of docs/dagster.md
                 for name, outcome in run_refreshes(names, tier=tier, tags=tags, log_level=level, prestarted=gated):
                     record_attempt(self.settings, name, outcome)
                     yield name, outcome

@@ -294,8 +294,8 @@ def test_a_refresh_and_the_reading_commands_work_without_pandas(dagster_home: Pa
 def test_freshness_run_launches_without_loading_the_asset_graph(dagster_home: Path) -> None:
     """A launched run loads the code location in its own processes; the `freshness run` that
     launches it only waits and reads events, so it starts the launcher without the asset
-    graph (about half of its start), and before it imports Dagster itself (the launcher
-    imports it meanwhile). The probe records what is loaded when the launcher starts, then
+    graph (about half of its start), and before it imports Dagster, the state store or numpy
+    itself (the launcher imports Dagster meanwhile). The probe records what is loaded when the launcher starts, then
     lets it fail at once: the run is refused with the launcher's exit code."""
     path = str(write_sources(dagster_home / "sources.yaml", "http://127.0.0.1:9/sitemap.xml"))
     probe = (
@@ -305,7 +305,8 @@ def test_freshness_run_launches_without_loading_the_asset_graph(dagster_home: Pa
         "real = subprocess.Popen.__init__\n"
         "def start(self, cmd, *a, **k):\n"
         "    if cmd[3:5] == ['job', 'launch']:\n"
-        "        graph = ('dagster', 'freshness_pipeline.defs.assets', 'freshness_pipeline.pipeline.crawl')\n"
+        "        graph = ('dagster', 'freshness_pipeline.defs.assets', 'freshness_pipeline.pipeline.crawl',\n"
+        "                 'sqlalchemy', 'numpy')\n"
         "        seen.append([m for m in graph if m in sys.modules])\n"
         "        cmd = [sys.executable, '-c', 'raise SystemExit(3)']\n"
         "    real(self, cmd, *a, **k)\n"

@@ -1,24 +1,32 @@
-"""Handing the heap a finished stage freed back to the operating system.
+"""A process's memory: the heap a finished stage freed goes back to the operating system,
+and the cyclic garbage collector keeps out of the imports.
 
 Every step of a run executes in one process by default (Dagster's in-process executor), and
 glibc keeps what a stage freed: a large crawl leaves hundreds of MiB of free heap, spread
 over its many small allocations and its fetch threads' arenas, and the next stage grows on
 top of it. `malloc_trim` returns the free pages. There is no library for this one call
 (Dask's workers make the same one through ctypes).
+
+Every process that runs Dagster imports several hundred thousand objects (Dagster, SQLAlchemy,
+the code location) that live as long as it does; the collections their allocations trigger
+walk them again and again, 0.1-0.25 s of each process's start (`bench/overhead.py`).
+`collections_paused` keeps the collector out of such a stretch.
 """
 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
+import gc
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 
 
 @cache
 def _trim() -> ctypes._CFuncPtr | None:  # type: ignore[name-defined]
-    name = ctypes.util.find_library("c")
-    try:
-        return ctypes.CDLL(name).malloc_trim if name else None
+    try:  # the C library this process runs on (`find_library` would start `ldconfig -p`)
+        return ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to hand back this way
         return None
 
@@ -28,3 +36,21 @@ def release_freed_memory() -> bool:
     has no `malloc_trim`)."""
     trim = _trim()
     return bool(trim(0)) if trim is not None else False
+
+
+@contextmanager
+def collections_paused() -> Iterator[None]:
+    """No cyclic garbage collection while the block runs; if it imported modules, every
+    object made so far is then left out of later collections (`gc.freeze`: what an import
+    makes lives as long as the process; a cycle made before is kept until the process
+    exits). The collector is on again after it if it was before."""
+    enabled = gc.isenabled()
+    modules = len(sys.modules)
+    gc.disable()
+    try:
+        yield
+    finally:
+        if len(sys.modules) > modules:
+            gc.freeze()
+        if enabled:
+            gc.enable()

@@ -3,10 +3,9 @@ scores and miss streaks. Pure functions; the formulas are documented in docs/met
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-
-import numpy as np
 
 # Weights of the composite score's factors (they sum to 1), see `freshness_score`.
 WEIGHTS = {"stale_share": 0.3, "stale_retrieval": 0.3, "errors": 0.15, "lag": 0.15, "age": 0.1}
@@ -14,10 +13,11 @@ WEIGHTS = {"stale_share": 0.3, "stale_retrieval": 0.3, "errors": 0.15, "lag": 0.
 
 def percentiles(values: Iterable[float]) -> tuple[float | None, float | None]:
     """(median, p90) with linear interpolation between closest ranks; (None, None) if empty."""
-    arr = np.asarray(list(values), dtype=float)
-    if arr.size == 0:
-        return None, None
-    return float(np.percentile(arr, 50)), float(np.percentile(arr, 90))
+    data = [float(v) for v in values]
+    if len(data) < 2:  # `quantiles` wants two points before Python 3.13
+        return (data[0], data[0]) if data else (None, None)
+    deciles = statistics.quantiles(data, n=10, method="inclusive")
+    return deciles[4], deciles[8]
 
 
 def section_age(now: float, changed_at: float, page_last_changed: float | None) -> float:

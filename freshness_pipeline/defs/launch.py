@@ -48,15 +48,25 @@ SERVER_HEARTBEAT_S = 900
 GO = "go"
 
 
-def _gated(*preload: str) -> str:
+def _gated(*preload: str, collect: bool) -> str:
     """`python -m dagster` once the caller says go on stdin; `preload` (Dagster, the code
     location) imported before. Nothing before the go opens the instance: a fresh home's
-    storage is made by the caller alone (two processes making it at once leave it broken)."""
+    storage is made by the caller alone (two processes making it at once leave it broken).
+    No cyclic garbage collection until the go, none of what was imported by then later (as
+    `adapters/memory.py` does), none at exit (as `cli.entry` does); `collect` turns the
+    collector on after the go (the code server, which lives on), else it stays off (the
+    launcher, which submits one run and exits)."""
     imports = "".join(f"import {module}\n" for module in preload)
+    after_go = "gc.enable()\n" if collect else ""
     return (
-        f"import runpy, sys\n{imports}"
+        "import atexit, gc, runpy, sys\n"
+        "gc.disable()\n"
+        "atexit.register(gc.freeze)\n"
+        f"{imports}"
+        "gc.freeze()\n"
         f"if sys.stdin.readline().strip() != {GO!r}:\n"
         "    sys.exit(0)\n"
+        f"{after_go}"
         "runpy.run_module('dagster', run_name='__main__', alter_sys=True)\n"
     )
 
@@ -175,7 +185,7 @@ def launchers(sources: list[str], tags: dict[str, str], log_level: str) -> Itera
             out: dict[str, Launcher] = {}
             for i, source in enumerate(dict.fromkeys(sources)):
                 run_id = str(uuid.uuid4())
-                cmd = [sys.executable, "-c", _gated("dagster"), "job", "launch", "-w", str(workspace)]
+                cmd = [sys.executable, "-c", _gated("dagster", collect=False), "job", "launch", "-w", str(workspace)]
                 cmd += ["-l", LOCATION, "-j", JOB, "--run-id", run_id]
                 cmd += ["--tags", json.dumps({**tags, PARTITION_TAG: source})]
                 cmd += ["--config-json", config]
@@ -188,7 +198,8 @@ def launchers(sources: list[str], tags: dict[str, str], log_level: str) -> Itera
 def _start_server(folder: Path, output: tuple[IO[str], IO[str] | int]) -> CodeServer:
     sock = folder / "grpc.sock"
     module, attribute = DEFINITIONS
-    cmd = [sys.executable, "-c", _gated("dagster", module), "api", "grpc", "--socket", str(sock), "-m", module]
+    cmd = [sys.executable, "-c", _gated("dagster", module, collect=True), "api", "grpc", "--socket", str(sock)]
+    cmd += ["-m", module]
     cmd += ["-a", attribute, "--location-name", LOCATION, "--heartbeat", "--heartbeat-timeout", str(SERVER_HEARTBEAT_S)]
     log, where = output
     return CodeServer(sock, _popen("dagster api grpc", cmd, where), log)

@@ -15,7 +15,6 @@ from itertools import chain, islice
 from typing import TypeVar
 
 from ..adapters.embedders.tokenizer import TokenizerSpec
-from ..core.extract import extract
 from ..core.models import PageText, Section
 from ..core.noise import RULES, normalize
 from ..core.segment import segment
@@ -49,6 +48,10 @@ class SegmentJob:
 
 
 def extract_one(job: ExtractJob) -> PageText:
+    # trafilatura loads with the first page a process extracts: a run whose pages all came
+    # back unchanged extracts none, and so does the code location's load (0.1 s each).
+    from ..core.extract import extract
+
     try:
         page = extract(job.html, job.url)
         md = normalize(page.markdown, url=job.url, disabled=job.disabled_rules)

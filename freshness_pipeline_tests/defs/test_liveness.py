@@ -28,6 +28,18 @@ def test_an_exited_process_is_dead() -> None:
     assert not _alive(child.pid, time.time())
 
 
+def test_an_exited_process_its_parent_has_not_collected_yet_is_dead() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 30
+    while Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+        assert time.monotonic() < deadline, "the child did not exit"
+        time.sleep(0.01)
+    try:
+        assert not _alive(child.pid, time.time())  # a zombie: exited, not waited for
+    finally:
+        child.wait()
+
+
 def test_a_process_newer_than_the_event_is_a_reused_pid() -> None:
     assert not _alive(os.getpid(), time.time() - 3600 * 24 * 365 * 30)
 

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING
 
-import numpy as np
 from sqlalchemy import Connection, Engine, and_, delete, exists, func, select
 
 from . import schema
 from .dialect import chunks, insert_ignore_rows
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class VectorCache:
@@ -25,6 +28,8 @@ class VectorCache:
         self.engine = engine
 
     def get(self, model: str, dims: int, hashes: Collection[str]) -> dict[str, np.ndarray]:
+        import numpy as np  # on first use: `status` and a launched run's caller open the store, not vectors
+
         t = schema.embedding_cache
         out: dict[str, np.ndarray] = {}
         with self.engine.connect() as conn:
@@ -38,6 +43,8 @@ class VectorCache:
 
     def put(self, model: str, dims: int, vectors: Mapping[str, np.ndarray]) -> None:
         """Store vectors; the first one stored for a text stands (same text, same vector)."""
+        import numpy as np
+
         now = time.time()
         rows = [
             {
