@@ -23,11 +23,13 @@ the times from a run without it.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import multiprocessing
 import os
 import resource
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -35,7 +37,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +47,7 @@ import yaml
 from .site import SiteSpec, serve
 
 QUERY = "how to configure the request timeout"
+PR_SET_CHILD_SUBREAPER = 36  # prctl(2)
 
 # Where a profile's sample went: the first rule (in this order) one of whose patterns is in
 # one of the sample's frames. A step's event write is an event write, its import an import.
@@ -154,9 +157,11 @@ def _freshness() -> list[str]:
 
 
 def _time(cmd: list[str], env: dict[str, str], profile: Path | None) -> tuple[float, float, str]:
-    """Wall seconds, CPU seconds of the processes the command waited for, its stdout. A
-    launched run's worker is the code server's child, and the code server is killed rather
-    than waited for: its CPU is not counted."""
+    """Wall seconds, CPU seconds of every process the command started, its stdout. A
+    process whose parent ended without waiting for it (a run worker when its code server is
+    killed) comes to this one (`_adopt_orphans`), which collects it, so its CPU counts too."""
+    _adopt_orphans()
+    kept = set(_children())  # the served site, multiprocessing's resource tracker
     if profile is not None:
         spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
         cmd = [spy, "record", "--subprocesses", "--format", "raw", "-r", "50", "-o", str(profile), "--", *cmd]
@@ -166,11 +171,39 @@ def _time(cmd: list[str], env: dict[str, str], profile: Path | None) -> tuple[fl
     # server and the run worker, and this checkout's package would shadow an older one's.
     out = subprocess.run(cmd, env=env, cwd=env["DAGSTER_HOME"], capture_output=True, text=True, check=False)
     wall = time.perf_counter() - t0
+    _collect_orphans(kept)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {out.returncode}:\n{out.stdout[-2000:]}\n{out.stderr[-4000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return wall, cpu, out.stdout
+
+
+def _adopt_orphans() -> None:
+    """Be the parent of every orphan among this process's descendants (Linux's child
+    subreaper), so that their CPU reaches `RUSAGE_CHILDREN` once they are collected."""
+    if sys.platform == "linux":
+        ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _collect_orphans(kept: set[int]) -> None:
+    """Wait for the orphans the command left (those still running are stopped: a killed
+    code server's heartbeat would keep it for minutes); `kept` are this process's own."""
+    for pid in set(_children()) - kept:
+        with suppress(ProcessLookupError, ChildProcessError):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+
+
+def _children() -> list[int]:
+    """The pids whose parent is this process (none where there is no /proc)."""
+    mine = str(os.getpid())
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with suppress(OSError):
+            if stat.read_text().rsplit(")", 1)[1].split()[1] == mine:
+                found.append(int(stat.parent.name))
+    return found
 
 
 def _work(stdout: str) -> float:
