@@ -49,20 +49,23 @@ GO = "go"
 
 
 def _gated(*preload: str, collect: bool) -> str:
-    """`python -m dagster` once the caller says go on stdin; `preload` (Dagster, the code
+    """`python -m dagster` once the caller says go on stdin; Dagster and `preload` (the code
     location) imported before. Nothing before the go opens the instance: a fresh home's
     storage is made by the caller alone (two processes making it at once leave it broken).
+    Dagster's storage modules load before the go all the same, through an in-memory instance
+    (`DagsterInstance.ephemeral`): 0.2 s that the instance made after the go would take.
     No cyclic garbage collection until the go, none of what was imported by then later (as
     `adapters/memory.py` does), none at exit (as `cli.entry` does); `collect` turns the
     collector on after the go (the code server, which lives on), else it stays off (the
     launcher, which submits one run and exits)."""
-    imports = "".join(f"import {module}\n" for module in preload)
+    imports = "".join(f"import {module}\n" for module in ("dagster", *preload))
     after_go = "gc.enable()\n" if collect else ""
     return (
         "import atexit, gc, runpy, sys\n"
         "gc.disable()\n"
         "atexit.register(gc.freeze)\n"
         f"{imports}"
+        "dagster.DagsterInstance.ephemeral().dispose()\n"
         "gc.freeze()\n"
         f"if sys.stdin.readline().strip() != {GO!r}:\n"
         "    sys.exit(0)\n"
@@ -185,7 +188,7 @@ def launchers(sources: list[str], tags: dict[str, str], log_level: str) -> Itera
             out: dict[str, Launcher] = {}
             for i, source in enumerate(dict.fromkeys(sources)):
                 run_id = str(uuid.uuid4())
-                cmd = [sys.executable, "-c", _gated("dagster", collect=False), "job", "launch", "-w", str(workspace)]
+                cmd = [sys.executable, "-c", _gated(collect=False), "job", "launch", "-w", str(workspace)]
                 cmd += ["-l", LOCATION, "-j", JOB, "--run-id", run_id]
                 cmd += ["--tags", json.dumps({**tags, PARTITION_TAG: source})]
                 cmd += ["--config-json", config]
@@ -198,7 +201,7 @@ def launchers(sources: list[str], tags: dict[str, str], log_level: str) -> Itera
 def _start_server(folder: Path, output: tuple[IO[str], IO[str] | int]) -> CodeServer:
     sock = folder / "grpc.sock"
     module, attribute = DEFINITIONS
-    cmd = [sys.executable, "-c", _gated("dagster", module, collect=True), "api", "grpc", "--socket", str(sock)]
+    cmd = [sys.executable, "-c", _gated(module, collect=True), "api", "grpc", "--socket", str(sock)]
     cmd += ["-m", module]
     cmd += ["-a", attribute, "--location-name", LOCATION, "--heartbeat", "--heartbeat-timeout", str(SERVER_HEARTBEAT_S)]
     log, where = output

@@ -18,7 +18,7 @@ import yaml
 from freshness_pipeline import progress
 from freshness_pipeline.defs.coordinator import daemon_running
 from freshness_pipeline.defs.instance import write_instance_config
-from freshness_pipeline.defs.launch import launchers
+from freshness_pipeline.defs.launch import _gated, launchers
 from freshness_pipeline.defs.runner import LAUNCH_ENV, run_refresh, run_refreshes, summarize
 from freshness_pipeline.defs.tags import run_tags
 from freshness_pipeline.demo.server import DocsSite
@@ -145,3 +145,14 @@ def test_launchers_start_without_dagster_and_launch_only_on_go(launched: Path) -
     with dg.DagsterInstance.get() as instance:
         assert instance.get_run_by_id(launcher.run_id) is None
         assert instance.get_run_records() == []
+
+
+@pytest.mark.parametrize("collect", [True, False])
+def test_a_gated_process_runs_dagster_only_after_its_go(collect: bool) -> None:
+    """The code server's and the launcher's script: Dagster, the preloads and its storage
+    modules imported, then nothing without the go, `python -m dagster` with it."""
+    cmd = [sys.executable, "-c", _gated("json", collect=collect), "--version"]
+    stopped = subprocess.run(cmd, input="", capture_output=True, text=True, timeout=120, check=False)
+    assert (stopped.returncode, stopped.stdout, stopped.stderr) == (0, "", "")
+    went = subprocess.run(cmd, input="go\n", capture_output=True, text=True, timeout=120, check=False)
+    assert went.returncode == 0 and f"version {dg.__version__}" in went.stdout, went.stdout + went.stderr
