@@ -2,9 +2,10 @@
 
 Serves two sites on loopback, the demo's (five pages) and a generated one (`bench/site.py`,
 `--pages`, 150 by default), and times each command in a fresh process, as a user, a sensor
-or a script runs it: the first `freshness run`, then `--pairs` alternating pairs of quiet
-runs (nothing changed), launched into the code location (the default) and in-process
-(`FRESHNESS_LAUNCH=in-process`), then `freshness status` and a cold `freshness search`.
+or a script runs it: the first `freshness run` (launched; in-process too, in a home of its
+own), then `--pairs` alternating pairs of quiet runs (nothing changed), launched into the
+code location (the default) and in-process (`FRESHNESS_LAUNCH=in-process`), then
+`freshness status` and a cold `freshness search`.
 Each run's line shows its wall time beside its own work (`seconds` of `freshness run
 --json`: discovery, fetch, sections, plan, index), the overhead (wall - work) and the ratio,
 then where the wall went by the run's record in the instance (`_phases`).
@@ -107,12 +108,19 @@ def main(argv: list[str] | None = None) -> int:
             env = _home(Path(tmp), site, args.embedder)
             # The older code gets a home of its own: its state schema may be older than this one.
             base = _home(Path(tmp) / "baseline", site, args.embedder) if args.baseline else {}
-            _bench_site(site, env, base, args)
+            # The in-process first runs too: each first run needs a home nothing indexed yet.
+            fresh = {tag: _home(Path(tmp) / f"first{tag.strip(' []')}", site, args.embedder) for tag in _TAGS}
+            _bench_site(site, env, base, fresh, args)
     print(f"uptime: {_uptime()}", flush=True)
     return 0
 
 
-def _bench_site(site: Site, env: dict[str, str], base: dict[str, str], args: argparse.Namespace) -> None:
+_TAGS = ("", " [baseline]")  # the code under test, the older code of --baseline
+
+
+def _bench_site(
+    site: Site, env: dict[str, str], base: dict[str, str], fresh: dict[str, dict[str, str]], args: argparse.Namespace
+) -> None:
     commands = args.commands.split(",")
     cases: list[tuple[str, list[str], dict[str, str]]] = []
     for _ in range(args.pairs if "run" in commands else 0):
@@ -120,11 +128,16 @@ def _bench_site(site: Site, env: dict[str, str], base: dict[str, str], args: arg
         cases.append(("quiet run, in-process", ["run", "--json"], {"FRESHNESS_LAUNCH": "in-process"}))
     cases += [("status", ["status"], {})] if "status" in commands else []
     cases += [("search (cold)", ["search", QUERY], {})] if "search" in commands else []
-    variants: list[tuple[str, dict[str, str]]] = [("", {})]
+    variants: list[tuple[str, dict[str, str]]] = [(_TAGS[0], {})]
     if args.baseline:
-        variants.append((" [baseline]", base | {"PYTHONPATH": str(args.baseline.resolve())}))
+        variants.append((_TAGS[1], base | {"PYTHONPATH": str(args.baseline.resolve())}))
     cases = [(label + tag, cmd, extra | more) for label, cmd, extra in cases for tag, more in variants]
     first = [("first run (launched)" + tag, ["run", "--json"], more) for tag, more in variants]
+    if "run" in commands:  # (the launched first runs stay: they index what the other commands read)
+        first += [
+            ("first run (in-process)" + tag, ["run", "--json"], more | fresh[tag] | {"FRESHNESS_LAUNCH": "in-process"})
+            for tag, more in variants
+        ]
     cases = first + cases
     for i, (label, cmd, extra) in enumerate(cases):
         slug = "".join(c if c.isalnum() else "-" for c in label).strip("-")
@@ -133,11 +146,11 @@ def _bench_site(site: Site, env: dict[str, str], base: dict[str, str], args: arg
         script = _OLDER_SCRIPT if "PYTHONPATH" in extra else _freshness()
         wall, cpu, stdout = _time([*script, *cmd], {**env, **extra}, out)
         work = _work(stdout) if cmd[0] == "run" else None
-        over = f"{wall - work:>7.2f} {wall / work:>6.1f}" if work else f"{'':>7} {'':>6}"
+        over = f"{wall - work:>7.2f} {wall / work:>6.2f}" if work else f"{'':>7} {'':>6}"
         line = f"{site.name:<10} {label:<36} {wall:>7.2f} {work or 0.0:>7.2f} {over} {cpu:>6.2f}"
         print(f"{line}  {os.getloadavg()[0]:.1f}", flush=True)
         if cmd[0] == "run":
-            home = (base if "[baseline]" in label else env)["DAGSTER_HOME"]
+            home = {**env, **extra}["DAGSTER_HOME"]
             print(f"{'':<10} {'':<36} {_phases(home, stdout, started, started + wall)}", flush=True)
         if out is not None:
             print(f"{'':<10} {'':<36} profile: {_breakdown(out)}", flush=True)
