@@ -295,8 +295,9 @@ def test_freshness_run_launches_without_loading_the_asset_graph(dagster_home: Pa
     """A launched run loads the code location in its own processes; the `freshness run` that
     launches it only waits and reads events, so it starts the launcher without the asset
     graph (about half of its start), and before it imports Dagster, the state store or numpy
-    itself (the launcher imports Dagster meanwhile). The probe records what is loaded when the launcher starts, then
-    lets it fail at once: the run is refused with the launcher's exit code."""
+    itself (the launcher imports Dagster meanwhile). The probe records what is loaded when
+    the launcher starts, then lets it fail at once: the run is refused with the launcher's
+    exit code."""
     path = str(write_sources(dagster_home / "sources.yaml", "http://127.0.0.1:9/sitemap.xml"))
     probe = (
         "import subprocess, sys\n"
