@@ -31,7 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from freshness_pipeline.adapters.embedders.local import LocalEmbedder, model_path, window
+from freshness_pipeline.adapters.embedders.local import LocalEmbedder
+from freshness_pipeline.adapters.embedders.shipped import model_path, window
 from freshness_pipeline.core.embedding_models import LOCAL_BACKENDS as BACKENDS
 from freshness_pipeline.core.segment import segment
 

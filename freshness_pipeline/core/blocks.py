@@ -10,12 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from markdown_it import MarkdownIt
+from .markdown import block_parser
 
 __all__ = ["Block", "Structure", "split_blocks", "structure"]
-
-# Block rules only: no inline parsing.
-_BLOCKS = MarkdownIt("commonmark", {"html": True}).enable("table").disable(["inline", "text_join"])
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +45,7 @@ def structure(markdown: str) -> Structure:
     code = [False] * len(lines)
     apart: dict[int, tuple[int, int, str]] = {}
     quotes = 0
-    tokens = _BLOCKS.parse(markdown)
+    tokens = block_parser().parse(markdown)
     for i, tok in enumerate(tokens):
         if tok.type in ("blockquote_open", "blockquote_close"):
             quotes += tok.nesting

@@ -17,9 +17,8 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from urllib.parse import urljoin
 
-from markdown_it import MarkdownIt
-
 from freshness_pipeline.core.blocks import split_blocks, structure
+from freshness_pipeline.core.markdown import parser
 from freshness_pipeline.core.urls import strip_tracking
 
 __all__ = [
@@ -195,7 +194,6 @@ def _build_stamp(page: _Page, url: str) -> _Page:
 # A backslash before ASCII punctuation: a markdown escape (CommonMark 2.4).
 _ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 _CODE_SPAN = re.compile(r"(`+).+?\1")
-_RENDER = MarkdownIt("commonmark", {"html": True}).enable("table")
 _MAX_TRIES = 20  # escapes of one character tried one by one; past them, the rest are kept
 # Delimiters that pair up (emphasis, strikethrough, code, links): one of a pair going would
 # leave the other needed (`*all\\*`), so they go all at once or not at all.
@@ -232,7 +230,7 @@ def _without(block: str, positions: list[int]) -> str:
 def _unneeded_escapes_removed(block: str) -> str:
     if "\\" not in block:
         return block
-    rendered = _RENDER.render(block)
+    rendered = parser().render(block)
     found = dict.fromkeys(m.group(1) for m in _ESCAPE.finditer(block))
     classes = [c for c in _PAIRED if any(ch in found for ch in c)]
     classes += [ch for ch in found if not any(ch in c for c in _PAIRED)]
@@ -241,12 +239,12 @@ def _unneeded_escapes_removed(block: str) -> str:
         if not at:
             continue
         candidate = _without(block, at)
-        if _RENDER.render(candidate) == rendered:
+        if parser().render(candidate) == rendered:
             block = candidate
         elif chars not in _PAIRED:
             for i in reversed(at[:_MAX_TRIES]):  # one at a time, from the end: no index moves
                 candidate = _without(block, [i])
-                if _RENDER.render(candidate) == rendered:
+                if parser().render(candidate) == rendered:
                     block = candidate
     return block
 

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
+from .markdown import parser
+
+if TYPE_CHECKING:
+    from markdown_it.token import Token
 
 __all__ = ["code_parts", "inline_text", "plain_text", "retrieval_text"]
 
-# html: True so that inline tags become html tokens (dropped) instead of literal text.
-_MD = MarkdownIt("commonmark", {"html": True}).enable("table")
 _NAMESAKE = re.compile(r" \[\d+\]$")  # " [2]" that segment adds to a repeated heading
 
 
@@ -37,7 +38,7 @@ def _inline(children: Sequence[Token] | None) -> str:
 def plain_text(markdown: str) -> str:
     """The words of `markdown`, one line per block, single spaces within a block."""
     blocks: list[str] = []
-    for tok in _MD.parse(markdown):
+    for tok in parser().parse(markdown):
         if tok.type == "inline":
             text = _inline(tok.children)
         elif tok.type in ("fence", "code_block"):
@@ -51,14 +52,14 @@ def plain_text(markdown: str) -> str:
 
 def inline_text(markdown: str) -> str:
     """The words of inline markdown (a heading's text), single spaces."""
-    return " ".join(_inline(_MD.parseInline(markdown)[0].children).split())
+    return " ".join(_inline(parser().parseInline(markdown)[0].children).split())
 
 
 def code_parts(markdown: str) -> tuple[str, ...]:
     """The code of `markdown`, in order: each code span's and each code block's content,
     exactly as written (a command's every character can matter)."""
     out: list[str] = []
-    for tok in _MD.parse(markdown):
+    for tok in parser().parse(markdown):
         if tok.type in ("fence", "code_block"):
             out.append(tok.content)
         elif tok.type == "inline":

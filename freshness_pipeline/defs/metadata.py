@@ -7,6 +7,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from ..adapters.vectorstores.lance_paths import table_folder
 from ..config import Settings, dagster_home
 
 # vector_index's metadata besides the run's counts (`run_summary.summarize` tells them apart)
@@ -41,14 +42,12 @@ def _cell(value: object, numeric: bool) -> int | str:
 
 def index_uri(settings: Settings, namespace: str) -> str:
     """Where a source's records live: the LanceDB table's folder, or the Pinecone namespace."""
-    from ..adapters.vectorstores.lancedb_store import table_name  # imports lancedb: only in the step
-
     store = settings.vector_store
     if store.provider == "pinecone":
         host = (store.host or store.index_name or "").removeprefix("https://").removeprefix("http://").rstrip("/")
         return f"pinecone://{host}/{namespace}"
     root = store.path or str(Path(dagster_home()) / "vectors")
-    folder = f"{table_name(namespace)}.lance"
+    folder = table_folder(namespace)
     return f"{root.rstrip('/')}/{folder}" if "://" in root else (Path(root).resolve() / folder).as_uri()
 
 

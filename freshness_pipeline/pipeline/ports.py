@@ -11,12 +11,12 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
-
 from ..core.models import Plan, Section
 from ..core.state import ChangeEvent, PageRow, SectionTimes, SourceState
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ..adapters.state.staging import CrawlStaging, PlanStaging, SectionStaging, StagedRuns
     from ..adapters.state.store import StateStore
 

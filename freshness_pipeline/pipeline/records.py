@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection, Iterable, Iterator, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from .. import progress
 from ..adapters.vectorstores.base import VectorRecord
@@ -16,6 +15,9 @@ from ..core.state import SourceState
 from ..core.versions import namespace
 from .context import SourceContext
 from .faults import crash_point
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class UncachedVectorsError(RuntimeError):
@@ -92,6 +94,8 @@ def embed_uncached(ctx: SourceContext, batches: Iterable[Sequence[Section]], *, 
 def _embed(ctx: SourceContext, texts: dict[str, str]) -> dict[str, np.ndarray]:
     """Embed one batch (content hash -> retrieval text) and cache it at once: a crash
     loses at most this batch of paid work."""
+    import numpy as np  # here: a quiet run, which embeds nothing, never loads it
+
     rows = ctx.embedder.embed(list(texts.values()))
     fresh = {h: np.asarray(rows[j], dtype=np.float32) for j, h in enumerate(texts)}
     ctx.store.vector_cache.put(ctx.versions.model, ctx.versions.dims, fresh)

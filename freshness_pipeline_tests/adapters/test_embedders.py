@@ -309,8 +309,8 @@ def test_onnx_vectors_do_not_depend_on_the_batch(tmp_path: Path, monkeypatch: py
 
 
 def test_onnx_files_are_built_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from freshness_pipeline.adapters.embedders.local import model_path
     from freshness_pipeline.adapters.embedders.onnx_model import model_file
+    from freshness_pipeline.adapters.embedders.shipped import model_path
 
     monkeypatch.setenv("FRESHNESS_MODEL_CACHE", str(tmp_path))
     path = model_path("all-MiniLM-L6-v2")
@@ -350,8 +350,8 @@ def test_two_processes_exporting_at_once_both_get_the_model(tmp_path: Path) -> N
     the second fail with FileNotFoundError), and the second finds it made."""
     import shutil
 
-    from freshness_pipeline.adapters.embedders.local import model_path
     from freshness_pipeline.adapters.embedders.onnx_model import model_file
+    from freshness_pipeline.adapters.embedders.shipped import model_path
 
     path = model_path("all-MiniLM-L6-v2")
     fp32 = model_file(path, "onnx")  # built once, in the usual cache

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from freshness_pipeline.adapters.embedders.local import model_path
+from freshness_pipeline.adapters.embedders.shipped import model_path
 from freshness_pipeline.adapters.embedders.tokenizer import TokenizerSpec, tokenizer_for
 from freshness_pipeline.config import ChunkPolicy, EmbedderConfig
 from freshness_pipeline.core.extract import extract

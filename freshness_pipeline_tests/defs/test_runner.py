@@ -5,6 +5,7 @@ Each launch starts real processes (the launcher, its code server, the run worker
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -18,7 +19,7 @@ import yaml
 from freshness_pipeline import progress
 from freshness_pipeline.defs.coordinator import daemon_running
 from freshness_pipeline.defs.instance import write_instance_config
-from freshness_pipeline.defs.launch import _gated, launchers
+from freshness_pipeline.defs.launch import SERVER_MAIN, _launcher_script, launchers
 from freshness_pipeline.defs.runner import LAUNCH_ENV, run_refresh, run_refreshes, summarize
 from freshness_pipeline.defs.tags import run_tags
 from freshness_pipeline.demo.server import DocsSite
@@ -147,12 +148,41 @@ def test_launchers_start_without_dagster_and_launch_only_on_go(launched: Path) -
         assert instance.get_run_records() == []
 
 
-@pytest.mark.parametrize("collect", [True, False])
-def test_a_gated_process_runs_dagster_only_after_its_go(collect: bool) -> None:
-    """The code server's and the launcher's script: Dagster, the preloads and its storage
-    modules imported, then nothing without the go, `python -m dagster` with it."""
-    cmd = [sys.executable, "-c", _gated("json", collect=collect), "--version"]
-    stopped = subprocess.run(cmd, input="", capture_output=True, text=True, timeout=120, check=False)
+@pytest.mark.parametrize("gated", ["launcher", "code server"])
+def test_a_gated_process_runs_dagster_only_after_its_go(gated: str, dagster_home: Path) -> None:
+    """The launcher's script and the code server's main module: Dagster imported (the code
+    server: the code location too), then nothing without the go, `python -m dagster` with it."""
+    start = ["-c", _launcher_script()] if gated == "launcher" else ["-m", SERVER_MAIN]
+    cmd = [sys.executable, *start, "--version"]
+    sources = dagster_home / "sources.yaml"
+    sources.write_text("sources:\n  - name: docs\n    sitemap: http://127.0.0.1:9/sitemap.xml\n")
+    env = {**os.environ, "FRESHNESS_SOURCES": str(sources)}
+    stopped = subprocess.run(cmd, input="", capture_output=True, text=True, timeout=120, check=False, env=env)
     assert (stopped.returncode, stopped.stdout, stopped.stderr) == (0, "", "")
-    went = subprocess.run(cmd, input="go\n", capture_output=True, text=True, timeout=120, check=False)
+    went = subprocess.run(cmd, input="go\n", capture_output=True, text=True, timeout=120, check=False, env=env)
     assert went.returncode == 0 and f"version {dg.__version__}" in went.stdout, went.stdout + went.stderr
+
+
+# What multiprocessing's spawn does first in each run worker the code server starts: import
+# the server's main module as `__mp_main__` (by its name: `python -m` gave it one).
+WORKER_START = """
+import gc, json, runpy, sys
+collections = []  # those once Dagster's import began
+gc.callbacks.append(lambda phase, _: collections.append(1) if phase == "start" and "dagster" in sys.modules else None)
+runpy.run_module(%r, run_name="__mp_main__", alter_sys=True)
+print(json.dumps({"dagster": "dagster" in sys.modules, "collections": len(collections),
+                  "frozen": gc.get_freeze_count(), "enabled": gc.isenabled()}))
+"""
+
+
+def test_a_run_worker_imports_dagster_first_without_collections() -> None:
+    """In a run worker, the code server's main module imports Dagster with the collector
+    kept out, leaves those objects out of later collections and turns it on for the run; it
+    reads no go (a run worker has none). The import alone runs hundreds of collections."""
+    cmd = [sys.executable, "-c", WORKER_START % SERVER_MAIN]
+    out = subprocess.run(cmd, input="", capture_output=True, text=True, timeout=120, check=True).stdout
+    seen = json.loads(out.strip().splitlines()[-1])
+    assert seen["dagster"] and seen["enabled"] and seen["collections"] == 0, seen
+    assert seen["frozen"] > 100_000, seen
+    unpaused = "import gc, sys; n = []; gc.callbacks.append(lambda p, i: n.append(1)); import dagster; print(len(n))"
+    assert int(subprocess.run([sys.executable, "-c", unpaused], capture_output=True, text=True, check=True).stdout) > 50

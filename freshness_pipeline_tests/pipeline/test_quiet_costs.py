@@ -1,5 +1,6 @@
 """A quiet run's fixed costs, on a real home: its reconcile check remembers the last clean
-comparison, so a run that wrote nothing never imports LanceDB (2-10 s), nor does a
+comparison, so a run that wrote nothing never imports LanceDB (2-10 s), numpy or
+markdown-it (a page that did not change is neither embedded nor parsed), nor does a
 `freshness status` after a run that wrote (its check compared the committed index), and the
 memory never hides drift on either side (a record deleted from the store, a manifest row
 changed)."""
@@ -30,7 +31,13 @@ import json, sys
 from freshness_pipeline.defs.runner import run_refresh
 out = run_refresh("docs")
 print(json.dumps({"status": out["status"], "embedded": out.get("embedded"), "checks": out["checks"],
-                  "lancedb": "lancedb" in sys.modules}))
+                  "loaded": sorted(m for m in ("lancedb", "numpy", "markdown_it") if m in sys.modules)}))
+"""
+LOCATION = """
+import json, sys
+from freshness_pipeline.defs.definitions import defs
+assert defs.resolve_job_def("refresh")
+print(json.dumps(sorted(m for m in ("numpy", "markdown_it", "onnxruntime", "tokenizers") if m in sys.modules)))
 """
 
 
@@ -60,7 +67,20 @@ print(json.dumps({"clean": row["index"]["clean"], "lancedb": "lancedb" in sys.mo
 def test_a_quiet_run_does_not_open_the_vector_store(app: Freshness, dagster_home: Path) -> None:
     run = quiet_run(app, dagster_home)
     assert run["status"] == "success" and run["embedded"] == 0 and run["checks"] == []
-    assert run["lancedb"] is False
+    assert run["loaded"] == []
+
+
+def test_the_code_location_loads_the_default_model_s_window_without_numpy(tmp_path: Path) -> None:
+    """The vector index's code version names the default local model, whose window caps the
+    chunker's budget: both are read from the model's files, which needs no numpy, ONNX
+    runtime or tokenizer (every process that loads the location would pay for them)."""
+    sources = tmp_path / "sources.yaml"
+    # No embedder section: the default, the local model.
+    sources.write_text("sources:\n  - name: docs\n    sitemap: http://127.0.0.1:9/sitemap.xml\n")
+    assert load_settings(sources).embedder.provider == "local"
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path), "FRESHNESS_SOURCES": str(sources), "PYTHONPATH": str(REPO)}
+    out = subprocess.run([sys.executable, "-c", LOCATION], capture_output=True, text=True, env=env, check=True)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
 
 
 def test_the_memory_of_a_clean_reconcile_hides_no_drift(app: Freshness, dagster_home: Path) -> None:

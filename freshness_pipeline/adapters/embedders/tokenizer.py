@@ -51,7 +51,7 @@ def tokenizer_for(embedder: EmbedderConfig, chunking: ChunkPolicy) -> TokenizerS
 
 
 def _window(model: str) -> int:
-    from .local import model_path, window
+    from .shipped import model_path, window
 
     return window(model_path(model))
 
@@ -60,7 +60,7 @@ def _window(model: str) -> int:
 def _wordpiece(model: str) -> TokenCount:
     from tokenizers import Tokenizer
 
-    from .local import model_path
+    from .shipped import model_path
 
     tok = Tokenizer.from_file(str(model_path(model) / "tokenizer.json"))
     tok.no_truncation()

@@ -39,10 +39,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-import numpy as np
-
 from freshness_pipeline.adapters.damage import REPAIR_INDEX, DamagedState
 from freshness_pipeline.adapters.vectorstores.base import Hit, VectorRecord
+from freshness_pipeline.adapters.vectorstores.lance_paths import table_folder, table_name
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -50,8 +49,9 @@ if TYPE_CHECKING:
     from lancedb.index import IndexConfig
     from lancedb.table import LanceTable
 
-# Metadata columns and their Arrow types, by name: pyarrow is imported where a table is
-# written (reading the namespace's files for a `snapshot` needs none of it).
+# Metadata columns and their Arrow types, by name: pyarrow and numpy are imported where a
+# table is written or searched (a `snapshot` of the namespace's files needs neither: a quiet
+# run's checks read only that).
 _COLUMNS: dict[str, str] = {
     "url": "string",
     "key": "string",
@@ -73,14 +73,6 @@ _UPSERT_BATCH = 20_000
 _DELETE_BATCH = 1_000
 COMMITTED = "committed"  # the tag of the version readers see
 _MISSING = re.compile(r"Not found: (?:Wrapped error: Not found: )?([^,\s]+)")
-
-
-def table_name(namespace: str) -> str:
-    """A LanceDB-safe table name; a hash suffix keeps distinct namespaces distinct."""
-    safe = re.sub(r"[^A-Za-z0-9_-]", "_", namespace)
-    if safe != namespace or not safe:
-        safe = f"{safe}-{hashlib.blake2b(namespace.encode(), digest_size=4).hexdigest()}"
-    return safe
 
 
 def heading_str(value: Any) -> str | None:
@@ -117,11 +109,15 @@ class _Appending:
     and can be appended. Ids are kept as 8-byte digests (a collision only costs a merge)."""
 
     def __init__(self, version: int) -> None:
+        import numpy as np
+
         self.version = version
         self.written = np.empty(0, dtype=np.uint64)
 
     def take(self, ids: Sequence[str]) -> bool:
         """Note the ids as written; whether none was written here before (nor is twice among them)."""
+        import numpy as np
+
         digests = np.fromiter((_digest(i) for i in ids), dtype=np.uint64, count=len(ids))
         new = len(np.unique(digests)) == len(digests) and not np.isin(digests, self.written).any()
         self.written = np.concatenate([self.written, digests])
@@ -147,7 +143,7 @@ class LanceDBStore:
     def snapshot(self, namespace: str) -> str | None:
         """A digest of the table's files (names, sizes, modification times), read without
         Lance. Lance never rewrites a file in place, so any write changes it."""
-        root = self.path / f"{table_name(namespace)}.lance"
+        root = self.path / table_folder(namespace)
         digest = hashlib.blake2b(digest_size=16)
         for path in sorted(root.rglob("*")):
             if path.is_file():
@@ -181,7 +177,7 @@ class LanceDBStore:
             missing = _MISSING.search(text)
             # Lance names files by object-store path: absolute, without its leading slash.
             what = f"a data file is missing: /{missing.group(1).lstrip('/')}" if missing else text.splitlines()[0][:300]
-            where = self.path / f"{table_name(namespace)}.lance"
+            where = self.path / table_folder(namespace)
             raise DamagedState(f"vector table {where} is damaged ({what}); {REPAIR_INDEX}") from None
 
     def mark_committed(self, namespace: str) -> None:
@@ -329,7 +325,7 @@ class LanceDBStore:
         self._appending.pop(namespace, None)
         with self._damage(namespace):
             self._db.drop_table(table_name(namespace), ignore_missing=True)
-        shutil.rmtree(self.path / f"{table_name(namespace)}.lance", ignore_errors=True)
+        shutil.rmtree(self.path / table_folder(namespace), ignore_errors=True)
 
 
 def _held(table: LanceTable) -> list[str]:
@@ -339,6 +335,8 @@ def _held(table: LanceTable) -> list[str]:
 
 
 def _nearest(table: LanceTable, vector: Sequence[float], k: int) -> list[Hit]:
+    import numpy as np
+
     rows = (
         table.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
         .distance_type("cosine")
@@ -355,6 +353,7 @@ def _matching(table: LanceTable, text: str, vector: Sequence[float], k: int) -> 
     given, never parsed as a query language), each hit with its cosine similarity to
     `vector`. A table version without the index (made before it existed and never committed
     since) has no full-text part: []."""
+    import numpy as np
     from lancedb.query import MatchQuery
 
     if _text_index(table) is None:
@@ -414,6 +413,7 @@ def _fill_retrieval_text(table: LanceTable) -> None:
 
 
 def _to_arrow(records: Sequence[VectorRecord], schema: pa.Schema, dim: int) -> pa.Table:
+    import numpy as np
     import pyarrow as pa
 
     vectors = np.asarray([r.vector for r in records], dtype=np.float32)
