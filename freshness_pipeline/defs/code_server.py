@@ -20,8 +20,6 @@ import sys
 
 from freshness_pipeline.adapters.memory import collections_paused
 
-GO = "go"  # launch.GO: what the caller writes on stdin
-
 atexit.register(gc.freeze)  # no collections at exit either (as `cli.entry`)
 with collections_paused():
     import dagster
@@ -32,6 +30,8 @@ with collections_paused():
         dagster.DagsterInstance.ephemeral().dispose()
 
 if __name__ == "__main__":
+    from freshness_pipeline.defs.launch import GO
+
     if sys.stdin.readline().strip() != GO:
         sys.exit(0)
     # The CLI reads sys.argv; `__main__` stays this module, for the run workers' spawn.
