@@ -305,7 +305,7 @@ def test_freshness_run_launches_without_loading_the_asset_graph(dagster_home: Pa
         "seen = []\n"
         "real = subprocess.Popen.__init__\n"
         "def start(self, cmd, *a, **k):\n"
-        "    if cmd[3:5] == ['job', 'launch']:\n"
+        "    if cmd[4:6] == ['job', 'launch']:\n"
         "        graph = ('dagster', 'freshness_pipeline.defs.assets', 'freshness_pipeline.pipeline.crawl',\n"
         "                 'sqlalchemy', 'numpy')\n"
         "        seen.append([m for m in graph if m in sys.modules])\n"

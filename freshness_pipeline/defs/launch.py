@@ -4,12 +4,12 @@ A launched refresh needs three processes besides the caller: the code server, wh
 the code location; the launcher, which creates the run through it; the run worker, which
 the code server spawns. Left to itself, `dagster job launch` starts its own code server and
 waits for it to load, so the three start one after the other. Here the code server
-(`dagster api grpc` on a socket of this command's, run by `code_server.py`, which each run
-worker imports first too) and the launchers start at once, side by side with the caller's
-own imports. Each imports what it needs (the code server, the code
-location too), then waits on its stdin for the caller's go: the code server's once the
-caller made the instance (two processes making a fresh home's storage at once leave it
-broken), the launchers' once the partitions exist, dead runs are reaped and the code server
+(`dagster api grpc` on a socket of this command's) and the launchers start at once, side by
+side with the caller's own imports, both through `gated.py` (which each run worker imports
+first too). Each imports what it needs (the code server, the code location too), then
+waits on its stdin for the caller's go: the code server's once the caller made the
+instance (two processes making a fresh home's storage at once leave it broken), the
+launchers' once the partitions exist, dead runs are reaped and the code server
 serves (so a new source's run never starts before its partition). A caller that stops
 before its go closes their stdin and nothing is launched. The code server lives as long as
 the command: stopped once its runs' workers exited, and with Dagster's heartbeat timeout as
@@ -41,31 +41,14 @@ LOCATION = "freshness_pipeline"
 JOB = "refresh"
 PARTITION_TAG = "dagster/partition"
 DEFINITIONS = ("freshness_pipeline.defs.definitions", "defs")
-SERVER_MAIN = "freshness_pipeline.defs.code_server"  # the code server's main module, gated too
+GATED = "freshness_pipeline.defs.gated"  # the main module of the code server and the launchers
+SERVER, LAUNCHER = "server", "launcher"  # its roles
 STDERR_FD = 2
 SERVER_READY_S = 300.0  # the code server's load, on a busy host
 # Without the heartbeat of a workspace that manages it, the code server shuts down this long
 # after it started, once its runs ended: a backstop for a command killed before it stopped it.
 SERVER_HEARTBEAT_S = 900
 GO = "go"
-
-
-def _launcher_script() -> str:
-    """`python -m dagster` once the caller says go on stdin, Dagster and its storage modules
-    imported before (those through an in-memory instance, `DagsterInstance.ephemeral`: 0.2 s
-    that the instance made after the go would take; nothing before the go opens the home's).
-    The cyclic garbage collector stays off for the launcher's short life: it submits one run
-    and exits, without the final collections (as `cli.entry` does)."""
-    return (
-        "import atexit, gc, runpy, sys\n"
-        "gc.disable()\n"
-        "atexit.register(gc.freeze)\n"
-        "import dagster\n"
-        "dagster.DagsterInstance.ephemeral().dispose()\n"
-        f"if sys.stdin.readline().strip() != {GO!r}:\n"
-        "    sys.exit(0)\n"
-        "runpy.run_module('dagster', run_name='__main__', alter_sys=True)\n"
-    )
 
 
 class LaunchError(RuntimeError):
@@ -182,7 +165,7 @@ def launchers(sources: list[str], tags: dict[str, str], log_level: str) -> Itera
             out: dict[str, Launcher] = {}
             for i, source in enumerate(dict.fromkeys(sources)):
                 run_id = str(uuid.uuid4())
-                cmd = [sys.executable, "-c", _launcher_script(), "job", "launch", "-w", str(workspace)]
+                cmd = [sys.executable, "-m", GATED, LAUNCHER, "job", "launch", "-w", str(workspace)]
                 cmd += ["-l", LOCATION, "-j", JOB, "--run-id", run_id]
                 cmd += ["--tags", json.dumps({**tags, PARTITION_TAG: source})]
                 cmd += ["--config-json", config]
@@ -195,7 +178,7 @@ def launchers(sources: list[str], tags: dict[str, str], log_level: str) -> Itera
 def _start_server(folder: Path, output: tuple[IO[str], IO[str] | int]) -> CodeServer:
     sock = folder / "grpc.sock"
     module, attribute = DEFINITIONS
-    cmd = [sys.executable, "-m", SERVER_MAIN, "api", "grpc", "--socket", str(sock)]
+    cmd = [sys.executable, "-m", GATED, SERVER, "api", "grpc", "--socket", str(sock)]
     cmd += ["-m", module]
     cmd += ["-a", attribute, "--location-name", LOCATION, "--heartbeat", "--heartbeat-timeout", str(SERVER_HEARTBEAT_S)]
     log, where = output

@@ -19,7 +19,7 @@ import yaml
 from freshness_pipeline import progress
 from freshness_pipeline.defs.coordinator import daemon_running
 from freshness_pipeline.defs.instance import write_instance_config
-from freshness_pipeline.defs.launch import SERVER_MAIN, _launcher_script, launchers
+from freshness_pipeline.defs.launch import GATED, LAUNCHER, SERVER, launchers
 from freshness_pipeline.defs.runner import LAUNCH_ENV, run_refresh, run_refreshes, summarize
 from freshness_pipeline.defs.tags import run_tags
 from freshness_pipeline.demo.server import DocsSite
@@ -148,12 +148,11 @@ def test_launchers_start_without_dagster_and_launch_only_on_go(launched: Path) -
         assert instance.get_run_records() == []
 
 
-@pytest.mark.parametrize("gated", ["launcher", "code server"])
-def test_a_gated_process_runs_dagster_only_after_its_go(gated: str, dagster_home: Path) -> None:
-    """The launcher's script and the code server's main module: Dagster imported (the code
-    server: the code location too), then nothing without the go, `python -m dagster` with it."""
-    start = ["-c", _launcher_script()] if gated == "launcher" else ["-m", SERVER_MAIN]
-    cmd = [sys.executable, *start, "--version"]
+@pytest.mark.parametrize("role", [LAUNCHER, SERVER])
+def test_a_gated_process_runs_dagster_only_after_its_go(role: str, dagster_home: Path) -> None:
+    """The launcher and the code server: Dagster imported (the code server: the code
+    location too), then nothing without the go, `python -m dagster` with it."""
+    cmd = [sys.executable, "-m", GATED, role, "--version"]
     sources = dagster_home / "sources.yaml"
     sources.write_text("sources:\n  - name: docs\n    sitemap: http://127.0.0.1:9/sitemap.xml\n")
     env = {**os.environ, "FRESHNESS_SOURCES": str(sources)}
@@ -179,7 +178,7 @@ def test_a_run_worker_imports_dagster_first_without_collections() -> None:
     """In a run worker, the code server's main module imports Dagster with the collector
     kept out, leaves those objects out of later collections and turns it on for the run; it
     reads no go (a run worker has none). The import alone runs hundreds of collections."""
-    cmd = [sys.executable, "-c", WORKER_START % SERVER_MAIN]
+    cmd = [sys.executable, "-c", WORKER_START % GATED]
     out = subprocess.run(cmd, input="", capture_output=True, text=True, timeout=120, check=True).stdout
     seen = json.loads(out.strip().splitlines()[-1])
     assert seen["dagster"] and seen["enabled"] and seen["collections"] == 0, seen
