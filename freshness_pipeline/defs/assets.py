@@ -49,11 +49,11 @@ from .checks import (
 from .executors import CELERY_QUEUE_TAG, EMBEDDINGS_QUEUE
 from .metadata import ROW_COUNT, URI, index_uri, owners, table
 from .partitions import sources_partitions
+from .pools import EMBEDDINGS_POOL
 from .resources import FreshnessResource
 from .tags import ALLOW_SPIKE_TAG, TIER_TAG
 
 GROUP = "freshness"
-EMBEDDINGS_POOL = "embeddings"  # the provider's rate limit: `concurrency: pools:` in dagster.yaml
 
 log = logging.getLogger(__name__)
 

@@ -31,6 +31,7 @@ from .coordinator import daemon_running
 from .launch import JOB, LAUNCH_ENV, Launcher, LaunchError, in_process_runs, launchers, run_config
 from .liveness import reap_dead_runs, wait_for_run_worker
 from .partitions import sources_partitions
+from .pools import ensure_pools
 from .run_summary import summarize
 from .tags import run_tags
 
@@ -86,6 +87,7 @@ def run_refreshes(
         with collections_paused():  # the instance imports Dagster's storage modules
             instance = dg.DagsterInstance.get()
         reap_dead_runs(instance)  # a killed run's pool slot would make these runs wait forever
+        ensure_pools(instance)  # before these runs (and other commands' runs) race to make them
         partitions = str(sources_partitions.name)
         new = [s for s in dict.fromkeys(sources) if not instance.has_dynamic_partition(partitions, s)]
         if new:

@@ -1,6 +1,6 @@
 """Production state on the real local Postgres: the manifest and the embedding cache
-(`FRESHNESS_STATE_URL`), the Dagster instance (`dagster_home/dagster.postgres.yaml`), and
-two refreshes of one source at once."""
+(`FRESHNESS_STATE_URL`), the Dagster instance (`dagster_home/dagster.postgres.yaml`) and
+its pool limits, and two refreshes of one source at once."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ from sqlalchemy import create_engine, make_url, text
 
 from freshness_pipeline.adapters.state.store import StateStore, migrate
 from freshness_pipeline.cli import main
+from freshness_pipeline.defs import pools
+from freshness_pipeline.defs.pools import EMBEDDINGS_POOL, ensure_pools
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.conftest import PG_ADMIN_URL
 from freshness_pipeline_tests.crash.child import error_file, refresh, texts_embedded
@@ -51,6 +53,24 @@ def dagster_db() -> Iterator[str]:
     admin.dispose()
 
 
+def postgres_home(tmp_path: Path, dagster_db: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """$DAGSTER_HOME with the project's Postgres instance on `dagster_db`."""
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copy(REPO / "dagster_home" / "dagster.postgres.yaml", home / "dagster.yaml")
+    db = make_url(dagster_db)
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    for var, value in {
+        "USERNAME": db.username,
+        "PASSWORD": db.password or "",
+        "HOST": db.host,
+        "PORT": db.port or 5432,
+        "DB": db.database,
+    }.items():
+        monkeypatch.setenv(f"DAGSTER_PG_{var}", str(value))
+    return home
+
+
 def texts(site: Site) -> set[str]:
     return {t for sections in site.pages.values() for _, t in sections}
 
@@ -78,22 +98,10 @@ def index_equals(capsys: pytest.CaptureFixture[str], sources: Path, site: Site, 
 def test_manifest_and_dagster_instance_on_postgres(
     state_url: str, dagster_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    shutil.copy(REPO / "dagster_home" / "dagster.postgres.yaml", home / "dagster.yaml")
-    db = make_url(dagster_db)
-    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    home = postgres_home(tmp_path, dagster_db, monkeypatch)
     # The runs execute in this process. Launched runs on this instance (a code server and a
     # run worker writing to it from their own processes) are deploy/test_celery.py's.
     monkeypatch.setenv("FRESHNESS_LAUNCH", "in-process")
-    for var, value in {
-        "USERNAME": db.username,
-        "PASSWORD": db.password or "",
-        "HOST": db.host,
-        "PORT": db.port or 5432,
-        "DB": db.database,
-    }.items():
-        monkeypatch.setenv(f"DAGSTER_PG_{var}", str(value))
 
     v1 = generate(6, sections_per_page=3, seed=21)
     v2 = Site(copy.deepcopy(v1.pages))
@@ -160,3 +168,28 @@ def _at_once(sources: Path, home: Path, state_url: str, logs: list[Path]) -> lis
     with ThreadPoolExecutor(len(logs)) as pool:
         futures = [pool.submit(refresh, sources, "docs", home, embed_log=log, state_url=state_url) for log in logs]
         return [f.result() for f in futures]
+
+
+def test_a_pool_limit_is_made_before_runs_race_to_make_it(
+    dagster_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Dagster makes a pool's limit row at the first claim of a step in it, and on Postgres
+    the second of two runs making it at once fails: its insert's key violation aborts the
+    transaction it then updates in (dagster-io/dagster#33552; the first `raises` below
+    shows the bug). `ensure_pools` makes the row before a command's runs start, and a
+    command that loses that race to another finds the row made and goes on."""
+    postgres_home(tmp_path, dagster_db, monkeypatch)
+    with dg.DagsterInstance.get() as instance:
+        limits = instance.event_log_storage.get_pool_limits
+        assert EMBEDDINGS_POOL not in {p.name for p in limits()}
+        ensure_pools(instance)
+        (made,) = [p for p in limits() if p.name == EMBEDDINGS_POOL]
+        assert (made.limit, made.from_default) == (1, True)  # dagster.postgres.yaml's default_limit
+        with pytest.raises(Exception, match="InFailedSqlTransaction"):  # Dagster's making it again
+            instance.event_log_storage.initialize_concurrency_limit_to_default(EMBEDDINGS_POOL)
+        ensure_pools(instance)  # made: nothing to do
+        # Another command made it after this one looked: this one's insert loses the race.
+        looks = iter([set(), {EMBEDDINGS_POOL}])
+        monkeypatch.setattr(pools, "_made", lambda _: next(looks))
+        ensure_pools(instance)
+        assert next(looks, None) is None  # it looked again, and found the row made
