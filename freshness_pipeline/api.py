@@ -141,7 +141,7 @@ class Index:
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         """Refresh several sources (default: every one), yielding (source, what `refresh`
         returns) as each run ends. Launched runs are all launched first, then waited for,
-        so their steps run side by side; their launchers start before Dagster is imported."""
+        so their steps run side by side; their code server starts before Dagster is imported."""
         names = [self.settings.source(s).name for s in sources] if sources else self.source_names
         with _environment(self.home, self.sources_file):
             from contextlib import nullcontext
@@ -151,7 +151,7 @@ class Index:
 
             tags = {ALLOW_SPIKE_TAG: "true"} if allow_spike else None
             level = "INFO" if verbose else "CRITICAL"
-            # The launchers start first: they wait for their go before they touch the home.
+            # The code server starts first: it waits for its go before it touches the home.
             started = nullcontext(None) if in_process_runs() else launchers(names, run_tags(tier, tags), level)
             with started as gated:
                 from .adapters.memory import collections_paused

@@ -292,31 +292,37 @@ def test_a_refresh_and_the_reading_commands_work_without_pandas(dagster_home: Pa
 
 
 def test_freshness_run_launches_without_loading_the_asset_graph(dagster_home: Path) -> None:
-    """A launched run loads the code location in its own processes; the `freshness run` that
-    launches it only waits and reads events, so it starts the launcher without the asset
-    graph (about half of its start), and before it imports Dagster, the state store or numpy
-    itself (the launcher imports Dagster meanwhile). The probe records what is loaded when
-    the launcher starts, then lets it fail at once: the run is refused with the launcher's
-    exit code."""
+    """A launched run loads the code location in its own processes (the code server, the run
+    worker); the `freshness run` that launches it creates the run through the code server,
+    then waits and reads events, so it never loads the asset graph (about half of its
+    start). It starts the code server before it imports Dagster, the state store or numpy
+    itself (the code server imports Dagster meanwhile). The probe records what is loaded
+    when the code server starts, and what the command loaded by its end."""
+    (dagster_home / "dagster.yaml").unlink()  # `freshness run` writes the project's: no queue without a daemon
     path = str(write_sources(dagster_home / "sources.yaml", "http://127.0.0.1:9/sitemap.xml"))
     probe = (
-        "import subprocess, sys\n"
+        "import json, subprocess, sys\n"
         "from freshness_pipeline.cli import main\n"
+        "graph = ('dagster', 'freshness_pipeline.defs.assets', 'freshness_pipeline.pipeline.crawl',\n"
+        "         'sqlalchemy', 'numpy')\n"
         "seen = []\n"
         "real = subprocess.Popen.__init__\n"
         "def start(self, cmd, *a, **k):\n"
-        "    if cmd[4:6] == ['job', 'launch']:\n"
-        "        graph = ('dagster', 'freshness_pipeline.defs.assets', 'freshness_pipeline.pipeline.crawl',\n"
-        "                 'sqlalchemy', 'numpy')\n"
+        "    if cmd[3:5] == ['api', 'grpc']:\n"
         "        seen.append([m for m in graph if m in sys.modules])\n"
-        "        cmd = [sys.executable, '-c', 'raise SystemExit(3)']\n"
         "    real(self, cmd, *a, **k)\n"
         "subprocess.Popen.__init__ = start\n"
         f"code = main(['run', '--sources', {path!r}, '--json'])\n"
-        "print(seen, code, file=sys.stderr)\n"
+        "print(json.dumps([seen, [m for m in graph if m in sys.modules], code]), file=sys.stderr)\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "FRESHNESS_LAUNCH"} | {"DAGSTER_HOME": str(dagster_home)}
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert "dagster job launch did not create run" in done.stdout and "exit code 3" in done.stdout, done.stdout
-    assert done.stderr.strip().splitlines()[-1] == "[[]] 1", done.stderr
+    before, after, code = json.loads(done.stderr.strip().splitlines()[-1])
+    assert before == [[]], done.stderr
+    assert after == ["dagster", "sqlalchemy"], (
+        done.stderr
+    )  # no asset graph, crawl or numpy: the run's processes have them
+    outcome = json.loads(done.stdout)
+    assert outcome["run_id"] and outcome["status"] == "failure" and code == 1, outcome  # launched and ran:
+    assert "sitemap http://127.0.0.1:9/sitemap.xml: connection error" in outcome["message"], outcome  # no site there

@@ -1,12 +1,12 @@
-"""The main module of a launched refresh's Dagster processes, and the first module of
-each run worker the code server spawns.
+"""The main module of a launched refresh's code server, and the first module of each run
+worker it spawns.
 
-`python -m freshness_pipeline.defs.gated ROLE <dagster's arguments>` (`launch.py`): ROLE
-`server` (`api grpc ...`, the code location loaded too) or `launcher` (`job launch ...`).
-It imports Dagster and, through an in-memory instance (`DagsterInstance.ephemeral`),
-Dagster's storage modules, then waits for the caller's go on stdin and runs `python -m
-dagster` with the arguments. Nothing before the go opens the home's instance, which the
-caller makes alone (two processes making a fresh home's storage at once leave it broken).
+`python -m freshness_pipeline.defs.gated <dagster's arguments>` (`launch.py`: `api grpc
+...`) imports Dagster, the code location and, through an in-memory instance
+(`DagsterInstance.ephemeral`), Dagster's storage modules, then waits for the caller's go on
+stdin and runs `python -m dagster` with the arguments. Nothing before the go opens the
+home's instance, which the caller makes alone (two processes making a fresh home's storage
+at once leave it broken).
 
 Dagster's code server starts every run in a fresh interpreter (multiprocessing's spawn),
 and spawn starts by importing the parent's main module, as `__mp_main__`: this one. So
@@ -27,21 +27,19 @@ with collections_paused():  # all that a run worker does here
     import dagster
 
 
-def main(role: str) -> None:
-    """Load what `role` needs, wait for the go, then run Dagster's CLI on `sys.argv`."""
-    from freshness_pipeline.defs.launch import GO, SERVER
+def main() -> None:
+    """Load the code location, wait for the go, then run Dagster's CLI on `sys.argv`."""
+    from freshness_pipeline.defs.launch import GO
 
     with collections_paused():
-        if role == SERVER:
-            import freshness_pipeline.defs.definitions  # noqa: F401 - the code location
+        import freshness_pipeline.defs.definitions  # noqa: F401 - the code location
+
         dagster.DagsterInstance.ephemeral().dispose()
     if sys.stdin.readline().strip() != GO:
         sys.exit(0)
-    if role != SERVER:
-        gc.disable()  # a launcher submits one run and exits: no collection in its short life
     # `__main__` stays this module (alter_sys=False), for the run workers' spawn.
     runpy.run_module("dagster", run_name="__main__", alter_sys=False)
 
 
 if __name__ == "__main__":
-    main(sys.argv.pop(1))
+    main()

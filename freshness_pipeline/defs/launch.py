@@ -1,26 +1,27 @@
-"""`dagster job launch` and its code server, started before the calling process imports Dagster.
+"""A launched refresh: its code server, started before the calling process imports Dagster,
+and `dagster job launch` through it.
 
-A launched refresh needs three processes besides the caller: the code server, which loads
-the code location; the launcher, which creates the run through it; the run worker, which
-the code server spawns. Left to itself, `dagster job launch` starts its own code server and
-waits for it to load, so the three start one after the other. Here the code server
-(`dagster api grpc` on a socket of this command's) and the launchers start at once, side by
-side with the caller's own imports, both through `gated.py` (which each run worker imports
-first too). Each imports what it needs (the code server, the code location too), then
-waits on its stdin for the caller's go: the code server's once the caller made the
-instance (two processes making a fresh home's storage at once leave it broken), the
-launchers' once the partitions exist, dead runs are reaped and the code server
-serves (so a new source's run never starts before its partition). A caller that stops
-before its go closes their stdin and nothing is launched. The code server lives as long as
-the command: stopped once its runs' workers exited, and with Dagster's heartbeat timeout as
-the backstop for a command that was killed. No Dagster import in this module: that is its
-point.
+A launched refresh needs two processes besides the caller: the code server, which loads
+the code location, and the run worker, which the code server spawns for each run. The
+code server (`dagster api grpc` on a socket of this command's, its main module `gated.py`,
+which each run worker imports first too) starts before the caller's own imports and loads
+side by side with them, then waits on its stdin for the caller's go: given once the caller
+made the instance (two processes making a fresh home's storage at once leave it broken).
+The caller creates and submits each run itself, by running Dagster's CLI, `dagster job
+launch` against the code server, inside its own process (`Launcher.go`): once the
+partitions exist, dead runs are reaped and the code server serves, so a new source's run
+never starts before its partition. A launcher process of its own would import Dagster a
+second time, beside the caller and the code server, on the same cores. The code server
+lives as long as the command: stopped once its runs' workers exited, and with Dagster's
+heartbeat timeout as the backstop for a command that was killed. No Dagster import in this
+module: that is its point (the launch imports Dagster's CLI when it runs).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import runpy
 import socket
 import subprocess
 import sys
@@ -28,7 +29,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -41,8 +42,7 @@ LOCATION = "freshness_pipeline"
 JOB = "refresh"
 PARTITION_TAG = "dagster/partition"
 DEFINITIONS = ("freshness_pipeline.defs.definitions", "defs")
-GATED = "freshness_pipeline.defs.gated"  # the main module of the code server and the launchers
-SERVER, LAUNCHER = "server", "launcher"  # its roles
+GATED = "freshness_pipeline.defs.gated"  # the code server's main module
 STDERR_FD = 2
 SERVER_READY_S = 300.0  # the code server's load, on a busy host
 # Without the heartbeat of a workspace that manages it, the code server shuts down this long
@@ -52,7 +52,8 @@ GO = "go"
 
 
 class LaunchError(RuntimeError):
-    """`dagster job launch` did not create the run (its error is in the message)."""
+    """The code server did not start, or `dagster job launch` did not submit the run (its
+    error is in the message)."""
 
 
 def in_process_runs(flag: bool | None = None) -> bool:
@@ -112,38 +113,58 @@ class CodeServer:
 
 @dataclass(slots=True)
 class Launcher:
-    """A `dagster job launch` of one run: started, waiting for its go until `go()`."""
+    """`dagster job launch` of one run through the command's code server, run in this
+    process by `go()`."""
 
     run_id: str
-    proc: subprocess.Popen[bytes]
-    log: IO[str]
+    args: list[str]  # `dagster`'s arguments
+    log: IO[str]  # its output (verbose: this process's stderr, so that stdout holds only the summary)
+    verbose: bool
     server: CodeServer
 
     def go(self) -> None:
-        """Once the code server serves: raises LaunchError if it did not start."""
+        """Once the code server serves, create and submit the run: queued for the daemon, or
+        launched (returns once its worker started). Raises LaunchError if the code server did
+        not start or the launch failed."""
         self.server.wait_ready()
         self.server.running.add(self.run_id)
-        _go(self.proc)
+        try:
+            code = _dagster_cli(self.args, sys.stderr if self.verbose else self.log)
+        except Exception as exc:  # noqa: BLE001 - whatever stopped it is the launch's error
+            self.server.running.discard(self.run_id)
+            raise LaunchError(
+                f"dagster job launch did not submit run {self.run_id}: {type(exc).__name__}: {exc}"
+            ) from exc
+        if code:
+            self.server.running.discard(self.run_id)
+            self.log.seek(0)
+            tail = self.log.read()[-3000:].strip() or f"exit code {code}"
+            raise LaunchError(f"dagster job launch did not submit run {self.run_id}: {tail}")
 
     def ended(self) -> None:
         """The run ended and its worker exited."""
         self.server.running.discard(self.run_id)
 
-    def stop(self) -> None:
-        """Without its go it exits at once; launched, once the run is submitted."""
-        if self.proc.stdin is not None and not self.proc.stdin.closed:
-            self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+
+def _dagster_cli(args: list[str], output: IO[str]) -> int:
+    """`python -m dagster ARGS` inside this process (the CLI's public entry; a process of
+    its own would import Dagster again), its output to `output`; its exit status."""
+    argv = sys.argv
+    sys.argv = ["dagster", *args]
+    try:
+        with redirect_stdout(output), redirect_stderr(output):
+            runpy.run_module("dagster", run_name="__main__", alter_sys=False)
+    except SystemExit as done:  # click's way to end
+        return done.code if isinstance(done.code, int) else int(done.code is not None)
+    finally:
+        sys.argv = argv
+    return 0
 
 
 @contextmanager
 def launchers(sources: list[str], tags: dict[str, str], log_level: str) -> Iterator[dict[str, Launcher]]:
-    """The code server and one gated launcher per source (`tags` plus the source's
-    partition); stopped on the way out, the launchers first."""
+    """The code server, started, and one launcher per source (`tags` plus the source's
+    partition); the code server stopped on the way out."""
     verbose = log_level in ("DEBUG", "INFO")
     config = json.dumps(run_config(log_level))
     # A short folder: a Unix socket's path has a limit of about 100 bytes.
@@ -165,20 +186,17 @@ def launchers(sources: list[str], tags: dict[str, str], log_level: str) -> Itera
             out: dict[str, Launcher] = {}
             for i, source in enumerate(dict.fromkeys(sources)):
                 run_id = str(uuid.uuid4())
-                cmd = [sys.executable, "-m", GATED, LAUNCHER, "job", "launch", "-w", str(workspace)]
-                cmd += ["-l", LOCATION, "-j", JOB, "--run-id", run_id]
-                cmd += ["--tags", json.dumps({**tags, PARTITION_TAG: source})]
-                cmd += ["--config-json", config]
-                log, where = output(f"launch-{i}.log")
-                out[source] = Launcher(run_id, _popen("dagster job launch", cmd, where), log, server)
-                stack.callback(out[source].stop)
+                args = ["job", "launch", "-w", str(workspace), "-l", LOCATION, "-j", JOB, "--run-id", run_id]
+                args += ["--tags", json.dumps({**tags, PARTITION_TAG: source}), "--config-json", config]
+                log = stack.enter_context(open(folder / f"launch-{i}.log", "w+"))  # noqa: SIM115 - closed by the stack
+                out[source] = Launcher(run_id, args, log, verbose, server)
             yield out
 
 
 def _start_server(folder: Path, output: tuple[IO[str], IO[str] | int]) -> CodeServer:
     sock = folder / "grpc.sock"
     module, attribute = DEFINITIONS
-    cmd = [sys.executable, "-m", GATED, SERVER, "api", "grpc", "--socket", str(sock)]
+    cmd = [sys.executable, "-m", GATED, "api", "grpc", "--socket", str(sock)]
     cmd += ["-m", module]
     cmd += ["-a", attribute, "--location-name", LOCATION, "--heartbeat", "--heartbeat-timeout", str(SERVER_HEARTBEAT_S)]
     log, where = output

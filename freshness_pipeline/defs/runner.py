@@ -6,9 +6,9 @@ it appears on the `refresh` job's page, can be re-executed from the UI, and goes
 instance's run coordinator: queued while a daemon dequeues, launched at once when none runs
 (`coordinator.py`). This process waits for the run and reads what it did from the instance.
 
-A launch costs process starts: the code server and the launcher (`launch.py`, both started
-before this process imports Dagster) and the run worker; the code server and the run worker
-each load the code location (`make bench-overhead` measures them).
+A launch costs two process starts: the code server (`launch.py`, started before this
+process imports Dagster) and the run worker; each loads the code location (`make
+bench-overhead` measures them). `dagster job launch` itself runs in this process.
 `FRESHNESS_LAUNCH=in-process` (or `in_process=True`) runs the job inside this process instead, as a run without a code
 location origin: the test suite does so for speed, and tests the launch path on its own.
 """
@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import itertools
 import logging
-import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, nullcontext
-from typing import IO, Any
+from typing import Any
 
 import dagster as dg
 
@@ -74,8 +73,8 @@ def run_refreshes(
     waited for in turn (their steps run side by side, `vector_index` one at a time through
     the `embeddings` pool); in-process, one after the other. Yields (source, what
     `run_refresh` returns) in the order given, each as soon as its run ended. `prestarted`:
-    the launchers `launch.launchers` started for these sources before this process imported
-    Dagster (what `freshness run` does); they launch once the partitions exist."""
+    the launchers of `launch.launchers`, whose code server started before this process
+    imported Dagster (what `freshness run` does); each launches once the partitions exist."""
     started: AbstractContextManager[dict[str, Launcher]]
     if in_process_runs(in_process):
         started = nullcontext({})
@@ -105,26 +104,36 @@ def run_refreshes(
                 )
                 yield source, summarize(instance, result.run_id)
             return
+        yield from _launched(instance, sources, gated)
+
+
+def _launched(
+    instance: dg.DagsterInstance, sources: list[str], gated: dict[str, Launcher]
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Launch every source's run (the partitions exist, dead runs are reaped), then wait
+    for each; a launch that failed is its source's failure."""
+    failed: dict[str, LaunchError] = {}
+    for source, launcher in gated.items():
         try:
-            for launcher in gated.values():  # the partitions exist, dead runs are reaped: go
-                launcher.go()
-        except LaunchError as exc:  # the code server did not start: no run was launched
-            for source in sources:
-                yield source, {"run_id": None, "status": "failure", "message": str(exc), "checks": []}
-            return
-        for source in sources:
+            launcher.go()
+        except LaunchError as exc:
+            failed[source] = exc
+    for source in sources:
+        error, run_id = failed.get(source), None
+        if error is None:
             try:
                 run_id = _finish(instance, gated[source])
             except LaunchError as exc:
-                yield source, {"run_id": None, "status": "failure", "message": str(exc), "checks": []}
-                continue
+                error = exc
+        if run_id is None:
+            yield source, {"run_id": None, "status": "failure", "message": str(error), "checks": []}
+        else:
             yield source, summarize(instance, run_id)
 
 
 def _finish(instance: dg.DagsterInstance, launcher: Launcher) -> str:
     """Wait until the launched run ended and its worker exited; its id."""
-    _wait(instance, launcher.run_id, launcher.proc, launcher.log)
-    launcher.stop()
+    _wait(instance, launcher.run_id)
     # The run worker exits a few tenths of a second after its run ended. The code server is
     # stopped only after that (`launch.py`): stopped earlier, or left running while a caller
     # removes the home (a test's teardown, a CI job), its cleanup thread fails on the missing
@@ -136,10 +145,9 @@ def _finish(instance: dg.DagsterInstance, launcher: Launcher) -> str:
     return launcher.run_id
 
 
-def _wait(instance: dg.DagsterInstance, run_id: str, proc: subprocess.Popen, log: IO[str]) -> None:
-    """Until the run ends. The launcher exits once it submitted the run (queued or launched);
-    a launcher that fails before the run exists fails;
-    a run whose worker died is failed (`liveness.py`), which ends the wait."""
+def _wait(instance: dg.DagsterInstance, run_id: str) -> None:
+    """Until the run ends (its launch submitted it: queued or launched); a run whose worker
+    died is failed (`liveness.py`), which ends the wait."""
     cursor = None
     for polls in itertools.count():
         run = instance.get_run_by_id(run_id)
@@ -154,10 +162,8 @@ def _wait(instance: dg.DagsterInstance, run_id: str, proc: subprocess.Popen, log
                     f"run {run_id} is queued but no dagster-daemon dequeues it (it stopped?): "
                     "start `dagster-daemon run`, or cancel the run in the UI"
                 )
-        if run is None and proc.poll() is not None:
-            log.seek(0)
-            tail = log.read()[-3000:].strip() or f"exit code {proc.returncode}"
-            raise LaunchError(f"dagster job launch did not create run {run_id}: {tail}")
+        if run is None:  # its launch ended without an error: not expected
+            raise LaunchError(f"dagster job launch did not create run {run_id}")
         time.sleep(POLL_S)
 
 

@@ -1,7 +1,7 @@
 """`freshness run` launches a run of the code location (not `execute_in_process`): with no
 daemon it is launched at once, and it is on the `refresh` job's page (the repository label
 the UI filters by); with a daemon dequeuing, it goes through the run queue and waits there.
-Each launch starts real processes (the launcher, its code server, the run worker)."""
+Each launch starts real processes (its code server, the run worker)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import yaml
 from freshness_pipeline import progress
 from freshness_pipeline.defs.coordinator import daemon_running
 from freshness_pipeline.defs.instance import write_instance_config
-from freshness_pipeline.defs.launch import GATED, LAUNCHER, SERVER, launchers
+from freshness_pipeline.defs.launch import GATED, LaunchError, launchers
 from freshness_pipeline.defs.runner import LAUNCH_ENV, run_refresh, run_refreshes, summarize
 from freshness_pipeline.defs.tags import run_tags
 from freshness_pipeline.demo.server import DocsSite
@@ -54,7 +54,7 @@ def test_without_a_daemon_the_run_is_launched_at_once_as_a_run_of_the_location(
     outcome = run_refresh(SOURCE, log_level="INFO")  # what `freshness run -v` asks for
     seconds = time.monotonic() - started
     out, err = capfd.readouterr()
-    # Dagster's own lines (the launcher's and its code server's) go to stderr: with
+    # Dagster's own lines (the launch's and its code server's) go to stderr: with
     # `freshness run --json -v`, stdout must hold nothing but the JSON lines.
     assert out == "", out[:2000]
     assert "dagster" in err.lower(), err[:2000]
@@ -135,24 +135,47 @@ def test_several_sources_are_launched_before_any_is_waited_for(launched: Path, s
         assert second.create_timestamp.timestamp() < first.end_time  # in flight together
 
 
-def test_launchers_start_without_dagster_and_launch_only_on_go(launched: Path) -> None:
-    """`freshness run` starts its launchers before it imports Dagster (they import it side by
-    side); a launcher launches only once told to go, after the partitions exist."""
+def test_the_code_server_starts_without_dagster_and_nothing_launches_without_a_go(launched: Path) -> None:
+    """`freshness run` starts its code server before it imports Dagster (they import it side
+    by side); a run is created only by a launcher's go, after the partitions exist. Stopped
+    without a go, the code server exits and no run exists."""
     script = "import sys, freshness_pipeline.defs.launch, freshness_pipeline.defs.tags; print('dagster' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", script], capture_output=True, text=True).stdout.split() == ["False"]
     with launchers([SOURCE], run_tags(), "CRITICAL") as started:
         launcher = started[SOURCE]
-    assert launcher.proc.returncode == 0  # stopped without its go: it exits, launching nothing
+    assert launcher.server.proc.returncode is not None  # stopped
     with dg.DagsterInstance.get() as instance:
         assert instance.get_run_by_id(launcher.run_id) is None
         assert instance.get_run_records() == []
 
 
-@pytest.mark.parametrize("role", [LAUNCHER, SERVER])
-def test_a_gated_process_runs_dagster_only_after_its_go(role: str, dagster_home: Path) -> None:
-    """The launcher and the code server: Dagster imported (the code server: the code
-    location too), then nothing without the go, `python -m dagster` with it."""
-    cmd = [sys.executable, "-m", GATED, role, "--version"]
+def test_a_launch_that_fails_is_one_error_line_and_the_other_sources_still_run(launched: Path) -> None:
+    """`dagster job launch` runs in the caller: a launch that Dagster refuses raises
+    LaunchError with Dagster's own message, and leaves the code server to the others."""
+    with dg.DagsterInstance.get() as instance:
+        instance.add_dynamic_partitions("sources", [SOURCE])
+    with launchers([SOURCE, "other"], run_tags(), "CRITICAL") as started:
+        bad = started["other"]
+        bad.args[bad.args.index("-j") + 1] = "no_such_job"
+        with pytest.raises(LaunchError, match=r"(?s)did not submit run .*Job \"no_such_job\" not found"):
+            bad.go()
+        started[SOURCE].go()
+        with dg.DagsterInstance.get() as instance:
+            assert instance.get_run_by_id(bad.run_id) is None
+            run = instance.get_run_by_id(started[SOURCE].run_id)
+            assert run is not None and run.status != dg.DagsterRunStatus.NOT_STARTED, run
+            deadline = time.monotonic() + 120
+            while not run.is_finished and time.monotonic() < deadline:
+                time.sleep(0.2)
+                run = instance.get_run_by_id(run.run_id) or run
+        assert run.status == dg.DagsterRunStatus.SUCCESS, run.status
+        started[SOURCE].ended()
+
+
+def test_the_code_server_runs_dagster_only_after_its_go(dagster_home: Path) -> None:
+    """The code server's main module: Dagster and the code location imported, then nothing
+    without the go, `python -m dagster` with it."""
+    cmd = [sys.executable, "-m", GATED, "--version"]
     sources = dagster_home / "sources.yaml"
     sources.write_text("sources:\n  - name: docs\n    sitemap: http://127.0.0.1:9/sitemap.xml\n")
     env = {**os.environ, "FRESHNESS_SOURCES": str(sources)}
