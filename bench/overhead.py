@@ -14,7 +14,7 @@ then where the wall went by the run's record in the instance (`_phases`).
 `freshness_pipeline` imported from DIR (e.g. `git archive <commit> freshness_pipeline | tar
 -x -C DIR`): a before/after in the same minutes, so that the host's load is shared.
 
-`--profile DIR` records every command with `py-spy record --subprocesses` (the launcher,
+`--profile DIR` records every command with `py-spy record --subprocesses` (the command,
 its code server, the run worker, step processes: every process) into DIR, and prints where
 each command's samples went: imports, the instance, code-location loads, event writes,
 checks, metrics, the pipeline's own work, LanceDB. The profile slows what it samples: take
@@ -227,7 +227,7 @@ def _work(stdout: str) -> float:
 
 def _phases(home: str, stdout: str, started: float, ended: float) -> str:
     """Where a run's wall went, from its record in the instance: until the run existed (the
-    command's imports; launched, also the code server's load and the launcher), until it
+    command's imports; launched, also the code server's load and `dagster job launch`), until it
     started (launched: the run worker's start and code-location load), its steps, and after
     its end (the summary; launched, the run worker's exit)."""
     import dagster as dg
