@@ -10,8 +10,8 @@ made the instance (two processes making a fresh home's storage at once leave it 
 The caller creates and submits each run itself, by running Dagster's CLI, `dagster job
 launch` against the code server, inside its own process (`Launcher.go`): once the
 partitions exist, dead runs are reaped and the code server serves, so a new source's run
-never starts before its partition. A launcher process of its own would import Dagster a
-second time, beside the caller and the code server, on the same cores. The code server
+never starts before its partition. A launcher process of its own would import Dagster
+once more, beside the caller and the code server, on the same cores. The code server
 lives as long as the command: stopped once its runs' workers exited, and with Dagster's
 heartbeat timeout as the backstop for a command that was killed. No Dagster import in this
 module: that is its point (the launch imports Dagster's CLI when it runs).
@@ -128,15 +128,15 @@ class Launcher:
         not start or the launch failed."""
         self.server.wait_ready()
         self.server.running.add(self.run_id)
+        # A launch that failed stays in `running`: its run may have started all the same,
+        # and the code server is then stopped gracefully.
         try:
             code = _dagster_cli(self.args, sys.stderr if self.verbose else self.log)
         except Exception as exc:  # noqa: BLE001 - whatever stopped it is the launch's error
-            self.server.running.discard(self.run_id)
             raise LaunchError(
                 f"dagster job launch did not submit run {self.run_id}: {type(exc).__name__}: {exc}"
             ) from exc
         if code:
-            self.server.running.discard(self.run_id)
             self.log.seek(0)
             tail = self.log.read()[-3000:].strip() or f"exit code {code}"
             raise LaunchError(f"dagster job launch did not submit run {self.run_id}: {tail}")
@@ -155,6 +155,8 @@ def _dagster_cli(args: list[str], output: IO[str]) -> int:
         with redirect_stdout(output), redirect_stderr(output):
             runpy.run_module("dagster", run_name="__main__", alter_sys=False)
     except SystemExit as done:  # click's way to end
+        if isinstance(done.code, str):  # what Python would print, had it ended the process
+            print(done.code, file=output)
         return done.code if isinstance(done.code, int) else int(done.code is not None)
     finally:
         sys.argv = argv

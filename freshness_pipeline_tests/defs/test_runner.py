@@ -5,6 +5,7 @@ Each launch starts real processes (its code server, the run worker)."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -19,7 +20,7 @@ import yaml
 from freshness_pipeline import progress
 from freshness_pipeline.defs.coordinator import daemon_running
 from freshness_pipeline.defs.instance import write_instance_config
-from freshness_pipeline.defs.launch import GATED, LaunchError, launchers
+from freshness_pipeline.defs.launch import GATED, LaunchError, _dagster_cli, launchers
 from freshness_pipeline.defs.runner import LAUNCH_ENV, run_refresh, run_refreshes, summarize
 from freshness_pipeline.defs.tags import run_tags
 from freshness_pipeline.demo.server import DocsSite
@@ -170,6 +171,17 @@ def test_a_launch_that_fails_is_one_error_line_and_the_other_sources_still_run(l
                 run = instance.get_run_by_id(run.run_id) or run
         assert run.status == dg.DagsterRunStatus.SUCCESS, run.status
         started[SOURCE].ended()
+
+
+def test_dagster_s_cli_runs_in_this_process_with_its_output_and_exit_status() -> None:
+    """What a launch runs in the caller: `python -m dagster` on the arguments, its output
+    where it is told, its exit status returned (not this process's exit), sys.argv kept."""
+    argv, out = list(sys.argv), io.StringIO()
+    assert _dagster_cli(["job", "launch", "--no-such-option"], out) == 2
+    assert "No such option '--no-such-option'" in out.getvalue(), out.getvalue()
+    assert sys.argv == argv
+    version = io.StringIO()
+    assert _dagster_cli(["--version"], version) == 0 and dg.__version__ in version.getvalue()
 
 
 def test_the_code_server_runs_dagster_only_after_its_go(dagster_home: Path) -> None:
