@@ -22,16 +22,19 @@ from __future__ import annotations
 import json
 import os
 import runpy
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import IO, Any
 
 import yaml
@@ -148,19 +151,47 @@ class Launcher:
 
 def _dagster_cli(args: list[str], output: IO[str]) -> int:
     """`python -m dagster ARGS` inside this process (the CLI's public entry; a process of
-    its own would import Dagster again), its output to `output`; its exit status."""
+    its own would import Dagster again), its output to `output`; its exit status. A Ctrl-C
+    meanwhile is this process's KeyboardInterrupt, as anywhere else in the command."""
     argv = sys.argv
     sys.argv = ["dagster", *args]
     try:
-        with redirect_stdout(output), redirect_stderr(output):
+        with _interrupts_noted() as interrupted, redirect_stdout(output), redirect_stderr(output):
             runpy.run_module("dagster", run_name="__main__", alter_sys=False)
     except SystemExit as done:  # click's way to end
+        if interrupted:
+            raise KeyboardInterrupt from None
         if isinstance(done.code, str):  # what Python would print, had it ended the process
             print(done.code, file=output)
         return done.code if isinstance(done.code, int) else int(done.code is not None)
     finally:
         sys.argv = argv
     return 0
+
+
+@contextmanager
+def _interrupts_noted() -> Iterator[list[int]]:
+    """SIGINTs received inside, noted: click turns the KeyboardInterrupt of a Ctrl-C into
+    "Aborted!" and exit(1), which would read as a failed launch and let the command go on.
+    Only the main thread can set a handler; elsewhere (and where SIGINT is ignored) the
+    handler stays as it was."""
+    seen: list[int] = []
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or previous == signal.SIG_IGN:
+        yield seen
+        return
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        seen.append(signum)
+        if callable(previous):
+            previous(signum, frame)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, note)
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @contextmanager

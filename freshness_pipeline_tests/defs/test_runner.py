@@ -184,6 +184,41 @@ def test_dagster_s_cli_runs_in_this_process_with_its_output_and_exit_status() ->
     assert _dagster_cli(["--version"], version) == 0 and dg.__version__ in version.getvalue()
 
 
+# A launch that hangs (a code server that accepts connections and never answers), then a
+# Ctrl-C from the terminal after 1 s.
+INTERRUPTED_LAUNCH = """
+import io, os, signal, socket, sys, tempfile, threading, time
+from pathlib import Path
+from freshness_pipeline.defs.launch import _dagster_cli
+home = Path(tempfile.mkdtemp(prefix="fresh-"))  # a short path: a Unix socket's limit
+silent = socket.socket(socket.AF_UNIX)
+silent.bind(str(home / "grpc.sock"))
+silent.listen(8)
+(home / "w.yaml").write_text(
+    f"load_from:\\n  - grpc_server:\\n      socket: {home}/grpc.sock\\n      location_name: x\\n"
+)
+threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+out, started = io.StringIO(), time.monotonic()
+try:
+    print("returned", _dagster_cli(["job", "launch", "-w", str(home / "w.yaml"), "-j", "refresh"], out))
+except KeyboardInterrupt:
+    print("interrupted", round(time.monotonic() - started, 1), "Aborted!" in out.getvalue())
+"""
+
+
+def test_a_ctrl_c_during_a_launch_stops_the_command(tmp_path: Path) -> None:
+    """Dagster's CLI (click) turns a Ctrl-C into "Aborted!" and exit 1: in the caller, that
+    would read as one source's failed launch and the command would go on. The launch
+    raises KeyboardInterrupt instead, at once (the hung launch alone takes over 20 s)."""
+    (tmp_path / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", INTERRUPTED_LAUNCH], capture_output=True, text=True, timeout=120, env=env
+    )
+    kind, seconds, aborted = done.stdout.split()
+    assert kind == "interrupted" and float(seconds) < 10 and aborted == "True", done.stdout + done.stderr[-2000:]
+
+
 def test_the_code_server_runs_dagster_only_after_its_go(dagster_home: Path) -> None:
     """The code server's main module: Dagster and the code location imported, then nothing
     without the go, `python -m dagster` with it."""
