@@ -19,11 +19,12 @@ import uuid
 from pathlib import Path
 
 _PRELOAD = [
-    # The slow parts of `import lancedb`, which the store imports on first use: its REST
-    # client's pydantic models (~1 s) and what `lancedb.common` imports, pyarrow.dataset
-    # (which imports pandas where it is installed). Not lancedb itself: its import starts
-    # an event-loop thread, which a fork would leave behind, holding whatever lock it held.
-    "lance_namespace",
+    # The slow parts of `import lancedb`, which the store imports on first use: its
+    # namespace's pydantic models (warm.py, without the REST client's endpoints, as the store
+    # imports it) and what `lancedb.common` imports, pyarrow.dataset (which imports pandas
+    # where it is installed). Not lancedb itself: its import starts an event-loop thread,
+    # which a fork would leave behind, holding whatever lock it held.
+    "freshness_pipeline_tests.crash.warm",
     "pyarrow.dataset",
     "freshness_pipeline.pipeline.crawl",
     "freshness_pipeline.pipeline.sections",
@@ -32,7 +33,6 @@ _PRELOAD = [
     "freshness_pipeline.adapters.vectorstores.lancedb_store",
     "freshness_pipeline.adapters.embedders.hashing",
     "freshness_pipeline_tests.crash.child",
-    "freshness_pipeline_tests.crash.warm",
 ]
 _ctx = multiprocessing.get_context("forkserver")
 _ctx.set_forkserver_preload(_PRELOAD)
