@@ -4,10 +4,12 @@ figure and threshold, and a `dg dev` command that works from any folder."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -16,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 import typer
+import yaml
 
 from freshness_pipeline.cli import alert_lines, app, main
 from freshness_pipeline.config import CheckPolicy
@@ -123,8 +126,6 @@ def test_status_after_a_two_run_change_explains_its_alert(dagster_home: Path) ->
 
 
 def _free_port() -> int:
-    import socket
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -208,3 +209,67 @@ def test_a_state_url_that_cannot_be_opened_is_one_line_naming_it(
         err = capsys.readouterr().err
         assert err.startswith(f"error: {says}") and err.count("\n") == 1, (args, err)
         assert "secret" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("launch", ["in-process", "launched"])
+def test_a_ctrl_c_during_a_run_ends_the_command_in_one_line(
+    launch: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A terminal's Ctrl-C (SIGINT to the command's process group) while the sitemaps hang:
+    one line and no traceback of the command, which ends as an interrupted command does
+    (by SIGINT: 130 in a shell). In-process, the second source's run never starts."""
+    import threading
+
+    import dagster as dg
+
+    from freshness_pipeline.defs.instance import write_instance_config
+
+    home = tmp_path / "home"
+    write_instance_config(home)
+    silent, held, connected = socket.create_server(("127.0.0.1", 0)), [], threading.Event()
+
+    def accept() -> None:  # a server that takes each connection and never answers
+        while True:
+            try:
+                held.append(silent.accept()[0])
+            except OSError:  # closed at the end
+                return
+            connected.set()
+
+    threading.Thread(target=accept, daemon=True).start()
+    port = silent.getsockname()[1]
+    sources = home / "sources.yaml"
+    sources.write_text(
+        yaml.safe_dump(
+            {
+                "sources": [{"name": n, "sitemap": f"http://127.0.0.1:{port}/{n}.xml"} for n in ("a", "b")],
+                "embedder": {"provider": "hashing"},
+            }
+        )
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FRESHNESS_", "DAGSTER_"))}
+    env |= {"DAGSTER_HOME": str(home), "FRESHNESS_SOURCES": str(sources)}
+    if launch == "in-process":
+        env["FRESHNESS_LAUNCH"] = "in-process"
+    command = [str(Path(sys.executable).with_name("freshness")), "run"]
+    proc = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        assert connected.wait(120), "the run never asked for a sitemap"
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        silent.close()
+        for c in held:
+            c.close()
+    assert proc.returncode == -signal.SIGINT, (proc.returncode, out, err)
+    assert err.rstrip().endswith("freshness: interrupted"), err
+    assert "freshness_pipeline" not in err, err  # no traceback through the command's code
+    if launch == "in-process":
+        monkeypatch.setenv("DAGSTER_HOME", str(home))
+        with dg.DagsterInstance.get() as instance:
+            runs = [r.dagster_run for r in instance.get_run_records()]
+        assert [(r.tags["dagster/partition"], r.status) for r in runs] == [("a", dg.DagsterRunStatus.FAILURE)]

@@ -30,9 +30,20 @@ def entry() -> NoReturn:
     objects are freed; only objects caught in reference cycles are left to the OS."""
     try:
         code = main()
+    except KeyboardInterrupt:
+        # One line, not a traceback. Python still ends the process by SIGINT once it has
+        # cleaned up, as for any KeyboardInterrupt left unhandled, so a shell or a script
+        # sees an interrupted command (exit status 130 in a shell), not a failed one.
+        print("freshness: interrupted", file=sys.stderr, flush=True)
+        sys.excepthook = _silent
+        raise
     finally:
         gc.freeze()  # every object now tracked is out of every later collection
     sys.exit(code)
+
+
+def _silent(*_: object) -> None:
+    """`sys.excepthook` for the KeyboardInterrupt that `entry` has reported already."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:

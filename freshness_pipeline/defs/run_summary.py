@@ -5,6 +5,7 @@ is loaded, and nothing here loads the code location."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
@@ -15,6 +16,9 @@ if TYPE_CHECKING:  # the type of Dagster's error records; not part of its public
     from dagster_shared.error import SerializableErrorInfo
 
 SHOWN_ERRORS = 20
+# The error of the steps and the run that Dagster ends because a SIGINT (or SIGTERM) reached
+# the process executing them: in-process, this command's own Ctrl-C.
+INTERRUPTED = "DagsterExecutionInterruptedError"
 
 
 def summarize(instance: dg.DagsterInstance, run_id: str) -> dict[str, Any]:
@@ -50,6 +54,13 @@ def summarize(instance: dg.DagsterInstance, run_id: str) -> dict[str, Any]:
     if run.status != dg.DagsterRunStatus.SUCCESS:
         return {**out, "status": "failure", "message": _failure(instance, run_id) or f"run {run.status.value}"}
     return {**out, "status": "success"}
+
+
+def interrupted(events: Iterable[dg.DagsterEvent]) -> bool:
+    """Whether these events end a run that Dagster failed on an interrupt (`INTERRUPTED`)."""
+    failures = (e for e in events if e.is_step_failure or e.event_type == dg.DagsterEventType.RUN_FAILURE)
+    errors = (getattr(e.event_specific_data, "error", None) for e in failures)
+    return any(error is not None and error.cls_name == INTERRUPTED for error in errors)
 
 
 def _first(pages: dict[str, str] | None) -> dict[str, str]:

@@ -31,7 +31,7 @@ from .launch import JOB, LAUNCH_ENV, Launcher, LaunchError, in_process_runs, lau
 from .liveness import reap_dead_runs, wait_for_run_worker
 from .partitions import sources_partitions
 from .pools import ensure_pools
-from .run_summary import summarize
+from .run_summary import interrupted, summarize
 from .tags import run_tags
 
 __all__ = ["LAUNCH_ENV", "LaunchError", "run_refresh", "run_refreshes", "summarize"]
@@ -102,6 +102,8 @@ def run_refreshes(
                     raise_on_error=False,
                     run_config={"loggers": run_config(log_level)["loggers"]},
                 )
+                if interrupted(result.all_events):  # a Ctrl-C, which Dagster made a failed run
+                    raise KeyboardInterrupt  # the command stops, as it does launched
                 yield source, summarize(instance, result.run_id)
             return
         yield from _launched(instance, sources, gated)
