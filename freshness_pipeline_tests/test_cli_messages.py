@@ -211,13 +211,15 @@ def test_a_state_url_that_cannot_be_opened_is_one_line_naming_it(
         assert "secret" not in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("launch", ["in-process", "launched"])
-def test_a_ctrl_c_during_a_run_ends_the_command_in_one_line(
-    launch: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(("launch", "to"), [("in-process", "group"), ("launched", "group"), ("launched", "command")])
+def test_a_ctrl_c_during_a_run_ends_the_command_in_one_line_and_fails_its_runs(
+    launch: str, to: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A terminal's Ctrl-C (SIGINT to the command's process group) while the sitemaps hang:
-    one line and no traceback of the command, which ends as an interrupted command does
-    (by SIGINT: 130 in a shell). In-process, the second source's run never starts."""
+    """A Ctrl-C while the sitemaps hang: a terminal's (SIGINT to the command's process group)
+    or `kill -INT` of the command alone. One line and no traceback of the command, which
+    ends as an interrupted command does (by SIGINT: 130 in a shell) within seconds, and no
+    run goes on without it: launched, both sources' runs fail; in-process, the second never
+    starts."""
     import threading
 
     import dagster as dg
@@ -234,7 +236,8 @@ def test_a_ctrl_c_during_a_run_ends_the_command_in_one_line(
                 held.append(silent.accept()[0])
             except OSError:  # closed at the end
                 return
-            connected.set()
+            if len(held) == 2 or launch == "in-process":
+                connected.set()
 
     threading.Thread(target=accept, daemon=True).start()
     port = silent.getsockname()[1]
@@ -255,21 +258,35 @@ def test_a_ctrl_c_during_a_run_ends_the_command_in_one_line(
     proc = subprocess.Popen(
         command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
     try:
-        assert connected.wait(120), "the run never asked for a sitemap"
-        os.killpg(proc.pid, signal.SIGINT)
+        assert connected.wait(120), "the runs never asked for their sitemaps"
+        if to == "group":
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            os.kill(proc.pid, signal.SIGINT)
+        interrupted_at = time.monotonic()
         out, err = proc.communicate(timeout=60)
+        took = time.monotonic() - interrupted_at
+        assert proc.returncode == -signal.SIGINT, (proc.returncode, out, err)
+        # Not the 30 s of the code server's graceful stop, which waits for runs left running
+        # (`launch.CodeServer.stop`): the command interrupted them (`liveness.interrupt_runs`).
+        assert took < 20, f"the command ended {took:.1f} s after the Ctrl-C"
+        assert err.rstrip().endswith("freshness: interrupted"), err
+        assert "freshness_pipeline" not in err, err  # no traceback through the command's code
+        with dg.DagsterInstance.get() as instance:
+            deadline = time.monotonic() + 60
+            while True:
+                runs = [r.dagster_run for r in instance.get_run_records()]
+                if all(r.is_finished for r in runs) or time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
+        statuses = sorted((r.tags["dagster/partition"], r.status) for r in runs)
+        failed = dg.DagsterRunStatus.FAILURE
+        assert statuses == ([("a", failed)] if launch == "in-process" else [("a", failed), ("b", failed)])
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         silent.close()
         for c in held:
             c.close()
-    assert proc.returncode == -signal.SIGINT, (proc.returncode, out, err)
-    assert err.rstrip().endswith("freshness: interrupted"), err
-    assert "freshness_pipeline" not in err, err  # no traceback through the command's code
-    if launch == "in-process":
-        monkeypatch.setenv("DAGSTER_HOME", str(home))
-        with dg.DagsterInstance.get() as instance:
-            runs = [r.dagster_run for r in instance.get_run_records()]
-        assert [(r.tags["dagster/partition"], r.status) for r in runs] == [("a", dg.DagsterRunStatus.FAILURE)]

@@ -21,18 +21,22 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import time
+from collections.abc import Sequence
+from contextlib import suppress
 
 import dagster as dg
 
 from .tags import HOST_TAG, this_host
 
-__all__ = ["HOST_TAG", "host_line", "reap_dead_runs", "this_host", "wait_for_run_worker"]
+__all__ = ["HOST_TAG", "host_line", "interrupt_runs", "reap_dead_runs", "this_host", "wait_for_run_worker"]
 HOST_LINE = f"{HOST_TAG}: "  # how a run without the tag logs its host
 FIRST_EVENTS = 200  # a run's events searched for that line (resources start first)
 RUNNING = [dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
 FINISHED = [dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED]
 LOOKBACK = 200  # running runs examined per call
+INTERRUPT_GRACE_S = 3.0  # how long `interrupt_runs` lets runs end by themselves
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +80,29 @@ def wait_for_run_worker(instance: dg.DagsterInstance, run_id: str, timeout_s: fl
             return False
         time.sleep(0.02)  # a look at /proc: cheap beside what a caller waits for
     return True
+
+
+def interrupt_runs(instance: dg.DagsterInstance, run_ids: Sequence[str]) -> None:
+    """SIGINT the live processes of those of these runs (launched by this host) that have not
+    ended within `INTERRUPT_GRACE_S`: what the command does when a Ctrl-C reached it alone
+    (`kill -INT` of its pid rather than of its terminal's process group), which would leave
+    them running to their end with nobody waiting. Dagster fails an interrupted run
+    (`DagsterExecutionInterruptedError`), as on a terminal's Ctrl-C; that one reaches the
+    run workers by itself, hence the grace, so that they are not interrupted twice."""
+    deadline = time.monotonic() + INTERRUPT_GRACE_S
+    pending = list(run_ids)
+    while pending:
+        runs = {r.dagster_run.run_id: r.dagster_run for r in instance.get_run_records(dg.RunsFilter(run_ids=pending))}
+        pending = [run_id for run_id in pending if run_id in runs and not runs[run_id].is_finished]
+        if not pending or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    for run_id in pending:
+        for pid, seen in _run_pids(instance, run_id).items():
+            if _alive(pid, seen):
+                with suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGINT)
+                log.warning(f"run {run_id}: interrupted its process {pid}")
 
 
 def _free_slots_of_finished_runs(instance: dg.DagsterInstance) -> None:

@@ -28,7 +28,7 @@ from .. import progress
 from ..adapters.memory import collections_paused
 from .coordinator import daemon_running
 from .launch import JOB, LAUNCH_ENV, Launcher, LaunchError, in_process_runs, launchers, run_config
-from .liveness import reap_dead_runs, wait_for_run_worker
+from .liveness import interrupt_runs, reap_dead_runs, wait_for_run_worker
 from .partitions import sources_partitions
 from .pools import ensure_pools
 from .run_summary import interrupted, summarize
@@ -106,7 +106,11 @@ def run_refreshes(
                     raise KeyboardInterrupt  # the command stops, as it does launched
                 yield source, summarize(instance, result.run_id)
             return
-        yield from _launched(instance, sources, gated)
+        try:
+            yield from _launched(instance, sources, gated)
+        except KeyboardInterrupt:
+            interrupt_runs(instance, [launcher.run_id for launcher in gated.values()])
+            raise
 
 
 def _launched(
