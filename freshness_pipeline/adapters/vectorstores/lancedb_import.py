@@ -40,6 +40,7 @@ def defer_client() -> None:
 
 
 def _defer_init(name: str) -> None:
+    """Package `name` in `sys.modules`, its `__init__` run by the first read of a name it lacks."""
     spec = importlib.util.find_spec(name)
     if spec is None or spec.loader is None or spec.submodule_search_locations is None:
         return  # not an installed package: the import fails or succeeds as it would anyway
