@@ -233,7 +233,12 @@ def _start_server(folder: Path, output: tuple[IO[str], IO[str] | int]) -> CodeSe
     cmd += ["-m", module]
     cmd += ["-a", attribute, "--location-name", LOCATION, "--heartbeat", "--heartbeat-timeout", str(SERVER_HEARTBEAT_S)]
     log, where = output
-    return CodeServer(sock, _popen("dagster api grpc", cmd, where), log)
+    # The server is killed once its runs ended (`CodeServer.stop`), so the multiprocessing
+    # resource tracker it started unlinks the semaphores of its runs' queues in its place and
+    # warns that they leaked, on the server's stderr: the terminal, with --verbose.
+    quiet = "ignore::UserWarning:multiprocessing.resource_tracker"
+    warnings = ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"), quiet]))
+    return CodeServer(sock, _popen("dagster api grpc", cmd, where, {**os.environ, "PYTHONWARNINGS": warnings}), log)
 
 
 def _go(proc: subprocess.Popen[bytes]) -> None:
@@ -246,9 +251,9 @@ def _go(proc: subprocess.Popen[bytes]) -> None:
             pass
 
 
-def _popen(what: str, cmd: list[str], where: IO[str] | int) -> subprocess.Popen[bytes]:
+def _popen(what: str, cmd: list[str], where: IO[str] | int, env: dict[str, str]) -> subprocess.Popen[bytes]:
     """A gated process: its stdin is the pipe its go comes through."""
     try:
-        return subprocess.Popen(cmd, stdout=where, stderr=where, stdin=subprocess.PIPE)
+        return subprocess.Popen(cmd, stdout=where, stderr=where, stdin=subprocess.PIPE, env=env)
     except OSError as exc:
         raise LaunchError(f"{what} did not start: {exc}") from exc
