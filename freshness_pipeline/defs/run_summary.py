@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # the type of Dagster's error records; not part of its public
 SHOWN_ERRORS = 20
 # The error of the steps and the run that Dagster ends because a SIGINT (or SIGTERM) reached
 # the process executing them: in-process, this command's own Ctrl-C.
-INTERRUPTED = "DagsterExecutionInterruptedError"
+INTERRUPTED = dg.DagsterExecutionInterruptedError.__name__
 
 
 def summarize(instance: dg.DagsterInstance, run_id: str) -> dict[str, Any]:

@@ -24,9 +24,9 @@ CLIENT = "lance_namespace_urllib3_client"
 
 
 def import_lancedb() -> ModuleType:
-    """`lancedb`, imported with `CLIENT`'s `__init__` deferred unless lancedb is loaded."""
-    if "lancedb" not in sys.modules:
-        defer_client()
+    """`lancedb`, imported with `CLIENT`'s `__init__` deferred (a loaded lancedb has loaded
+    `CLIENT` already, which `defer_client` leaves as it is)."""
+    defer_client()
     import lancedb
 
     return lancedb
