@@ -261,6 +261,8 @@ def test_a_ctrl_c_during_a_run_ends_the_command_in_one_line_and_fails_its_runs(
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     try:
         assert connected.wait(120), "the runs never asked for their sitemaps"
+        if launch == "launched":
+            _assert_workers_forked_from_the_code_server(proc.pid)
         if to == "group":
             os.killpg(proc.pid, signal.SIGINT)
         else:
@@ -290,3 +292,39 @@ def test_a_ctrl_c_during_a_run_ends_the_command_in_one_line_and_fails_its_runs(
         silent.close()
         for c in held:
             c.close()
+
+
+def _assert_workers_forked_from_the_code_server(command: int) -> None:
+    """Each launched run's worker (the pid its engine events name) is a child of the code
+    server's preloaded copy, itself the code server's child (`worker_fork.py`), not a fresh
+    Python that the code server spawned."""
+    import dagster as dg
+
+    from freshness_pipeline.defs.liveness import _run_pids
+
+    with dg.DagsterInstance.get() as instance:
+        workers = [pid for r in instance.get_run_records() for pid in _run_pids(instance, r.dagster_run.run_id)]
+    servers = [pid for pid in _children(command) if b"freshness_pipeline.defs.gated" in _cmdline(pid)]
+    assert len(workers) == 2 and len(servers) == 1, (workers, servers)
+    for worker in workers:
+        copy = _parent(worker)
+        assert copy != servers[0] and _parent(copy) == servers[0], (worker, copy, servers)
+
+
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def _cmdline(pid: int) -> bytes:
+    return Path(f"/proc/{pid}/cmdline").read_bytes()
+
+
+def _children(pid: int) -> list[int]:
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _parent_or_none(int(p.name)) == pid]
+
+
+def _parent_or_none(pid: int) -> int | None:
+    try:
+        return _parent(pid)
+    except (FileNotFoundError, ProcessLookupError):
+        return None

@@ -17,8 +17,10 @@ again. No process run from here makes Python's final collections at exit.
 
 import atexit
 import gc
+import os
 import runpy
 import sys
+from pathlib import Path
 
 from freshness_pipeline.adapters.memory import collections_paused
 
@@ -29,12 +31,17 @@ with collections_paused():  # all that a run worker does here
 
 def main() -> None:
     """Load the code location, wait for the go, then run Dagster's CLI on `sys.argv`."""
+    from freshness_pipeline.defs import worker_fork
     from freshness_pipeline.defs.launch import GO
+    from freshness_pipeline.defs.worker_fork import SOCKET_ENV
 
     with collections_paused():
         import freshness_pipeline.defs.definitions  # noqa: F401 - the code location
 
         dagster.DagsterInstance.ephemeral().dispose()
+    fork_at = os.environ.pop(SOCKET_ENV, None)
+    if fork_at:
+        worker_fork.start(Path(fork_at))
     if sys.stdin.readline().strip() != GO:
         sys.exit(0)
     # `__main__` stays this module (alter_sys=False), for the run workers' spawn.

@@ -1,0 +1,223 @@
+"""Run workers forked from a launched refresh's loaded code server, instead of spawned fresh.
+
+Dagster's code server starts each run in a fresh interpreter (`multiprocessing`'s spawn
+context, fixed in `dagster/_grpc/server.py`), which imports Dagster, its storage and the
+code location again before the run starts: 1.5 s of every launched run's start on a 2-core
+host, while the code server, with all of it loaded, waits. Dagster has no setting to keep
+a run worker warm or to fork one (docs/dagster.md).
+
+`start` (in the code server, `gated.py`, once it loaded all that and before it serves)
+forks a preloaded copy of the server, which forks a run worker from itself for each run,
+and points spawn at `worker_spawn.py` (`multiprocessing.set_executable`, the standard
+library's setting for what spawn runs). Spawn still makes each run worker's process as
+usual, with the descriptors of the run's pipes and queues; that process hands them to the
+preloaded copy, and the forked worker reads the run from them and runs it exactly as a
+spawned one does (`multiprocessing.spawn.spawn_main`, what spawn runs in the fresh Python).
+Everything else of the run (its events, its pid in them, a Ctrl-C, the code server's
+watch) is as with spawn. Where a fork cannot be made (no `os.fork`, a thread already
+running), or the preloaded copy is gone, spawn starts a fresh Python as before.
+
+The preloaded copy ends when the code server does (the pipe it holds closes). Unix only;
+Linux lists a process's descriptors in /proc, macOS in /dev/fd.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import multiprocessing
+import os
+import re
+import select
+import shlex
+import signal
+import socket
+import sys
+import threading
+import traceback
+from multiprocessing import spawn
+from pathlib import Path
+from typing import NamedTuple
+
+SOCKET_ENV = "FRESHNESS_WORKER_FORK"  # where the code server's preloaded copy listens (launch.py)
+SPAWN_MAIN = re.compile(r"spawn_main\(tracker_fd=(\d+), pipe_handle=(\d+)\)")
+MAX_REQUEST = 1 << 20
+
+
+class Request(NamedTuple):
+    """One run worker to fork: spawn's arguments, and the process's descriptors, working
+    directory and environment."""
+
+    args: list[str]
+    fds: dict[int, int]  # number in the worker -> descriptor received
+    cwd: str
+    env: dict[str, str]
+
+
+def start(path: Path) -> bool:
+    """Fork the preloaded copy, listening on `path`, and point spawn at it; whether it
+    was. Call once everything a run worker needs is imported, with one thread running."""
+    if not hasattr(os, "fork") or not hasattr(socket, "send_fds") or threading.active_count() > 1:
+        return False
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listener.bind(str(path))
+        listener.listen(16)
+    except OSError:
+        listener.close()
+        return False
+    alive_r, alive_w = os.pipe()  # the server holds alive_w until it ends
+    if os.fork() == 0:
+        try:  # never back into the caller: the copy and its workers end here
+            os.close(alive_w)
+            _run_worker(_serve(listener, alive_r))  # `_serve` returns only in a forked worker
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            os._exit(1)
+    os.close(alive_r)
+    listener.close()
+    shim = path.with_suffix(".sh")
+    launcher = Path(__file__).with_name("worker_spawn.py")
+    python = sys.executable
+    command = " ".join(map(shlex.quote, [python, "-I", "-S", str(launcher), str(path), python]))
+    shim.write_text(f'#!/bin/sh\nexec {command} "$@"\n')
+    shim.chmod(0o700)
+    multiprocessing.set_executable(str(shim))
+    return True
+
+
+def _serve(listener: socket.socket, alive: int) -> Request:
+    """The preloaded copy: fork a run worker per request, answer its pid, then its wait
+    status once it ended. Returns, in the forked worker only, the request to run; exits
+    once the code server is gone."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is for the runs
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    os.set_blocking(wake_r, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    waiting: dict[int, socket.socket] = {}
+    while True:
+        ready, _, _ = select.select([listener.fileno(), alive, wake_r], [], [])
+        if alive in ready:
+            os._exit(0)  # the code server ended; its workers go on
+        if wake_r in ready:
+            while _drained(wake_r):
+                pass
+            _reap(waiting)
+        if listener.fileno() not in ready:
+            continue
+        conn, _ = listener.accept()
+        try:
+            request = _receive(conn)
+        except (OSError, ValueError, KeyError):  # the launcher then starts a fresh Python
+            conn.close()
+            continue
+        pid = os.fork()
+        if pid == 0:
+            for fd in (alive, wake_r, wake_w):
+                os.close(fd)
+            for other in (listener, conn, *waiting.values()):
+                other.close()
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            return request
+        for fd in request.fds.values():
+            os.close(fd)
+        try:
+            conn.sendall(f"{pid}\n".encode())
+        except OSError:
+            conn.close()
+            continue
+        waiting[pid] = conn
+
+
+def _drained(fd: int) -> bool:
+    try:
+        return bool(os.read(fd, 512))
+    except BlockingIOError:
+        return False
+
+
+def _reap(waiting: dict[int, socket.socket]) -> None:
+    """Answer each ended worker's launcher with its wait status."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        conn = waiting.pop(pid, None)
+        if conn is not None:
+            try:
+                conn.sendall(f"{status}\n".encode())
+            except OSError:
+                pass
+            conn.close()
+
+
+def _receive(conn: socket.socket) -> Request:
+    head, fds, _, _ = socket.recv_fds(conn, 4, 256)
+    size = int.from_bytes(head, "big")
+    if len(head) != 4 or size > MAX_REQUEST:
+        for fd in fds:
+            os.close(fd)
+        raise ValueError("not a request")
+    data = bytearray()
+    while len(data) < size:
+        chunk = conn.recv(size - len(data))
+        if not chunk:
+            break
+        data += chunk
+    sent = json.loads(data)
+    numbers = [int(n) for n in sent["fds"]]
+    if len(numbers) != len(fds):
+        for fd in fds:
+            os.close(fd)
+        raise ValueError("descriptors missing")
+    return Request(list(sent["args"]), dict(zip(numbers, fds, strict=True)), sent["cwd"], dict(sent["env"]))
+
+
+def _run_worker(request: Request) -> None:
+    """In the forked worker: take the launcher's descriptors at their numbers, its
+    directory and environment, close the rest, and run what spawn runs. Exits with the run."""
+    found = SPAWN_MAIN.search(" ".join(request.args))
+    if found is None:
+        os._exit(1)
+    floor = max([*request.fds, *request.fds.values()]) + 1
+    moved = {n: _dup_from(fd, floor) for n, fd in request.fds.items()}
+    for fd in request.fds.values():
+        os.close(fd)
+    for number, fd in moved.items():
+        os.dup2(fd, number)
+        os.close(fd)
+    for fd in _open_fds():
+        if fd not in request.fds:
+            try:
+                os.close(fd)
+            except OSError:  # the listing's own descriptor
+                pass
+    os.chdir(request.cwd)
+    os.environ.clear()
+    os.environ.update(request.env)
+    sys.argv = ["-c", "--multiprocessing-fork"]
+    try:
+        spawn.spawn_main(tracker_fd=int(found[1]), pipe_handle=int(found[2]))
+    except SystemExit as done:
+        # As multiprocessing's own forked children end: the run's process has waited for its
+        # threads, run its finalizers and flushed its output (`BaseProcess._bootstrap`).
+        # Python's teardown would only write to, and so copy, every page shared with the copy.
+        os._exit(done.code if isinstance(done.code, int) else 1)
+    os._exit(0)
+
+
+def _dup_from(fd: int, floor: int) -> int:
+    return fcntl.fcntl(fd, fcntl.F_DUPFD, floor)
+
+
+def _open_fds() -> list[int]:
+    listing = "/proc/self/fd" if os.path.isdir("/proc/self/fd") else "/dev/fd"
+    return [int(name) for name in os.listdir(listing)]

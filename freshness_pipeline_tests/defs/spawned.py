@@ -1,0 +1,22 @@
+"""What `test_worker_fork.py`'s spawned processes run (importable by name, as spawn needs)."""
+
+import os
+import signal
+import sys
+from multiprocessing.queues import Queue
+from multiprocessing.synchronize import Event
+
+SET_BY = "the import"  # the server sets it at run time: only a fork of the server sees that
+
+
+def report(queue: Queue, proceed: Event) -> None:
+    """Say who it is and what it sees, wait for the go through an Event, exit with 3."""
+    queue.put({"pid": os.getpid(), "ppid": os.getppid(), "set_by": SET_BY})
+    print(f"worker {os.getpid()} writes to its stdout", flush=True)
+    if not proceed.wait(60):
+        sys.exit(1)
+    sys.exit(3)
+
+
+def killed() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)

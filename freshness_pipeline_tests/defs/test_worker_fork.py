@@ -1,0 +1,110 @@
+"""`worker_fork.py`: a process that multiprocessing's spawn starts is forked from the
+preloaded copy of its parent, and behaves as a spawned one: its queue, event, stdout, exit
+status and death by a signal reach the parent; with the copy gone, spawn starts a fresh
+Python again; the copy ends with its parent."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+# The parent: sets a value at run time, starts the copy, then spawns processes.
+PARENT = r"""
+import json, multiprocessing, os, signal, sys, time
+from pathlib import Path
+from freshness_pipeline.defs import worker_fork
+from freshness_pipeline_tests.defs import spawned
+
+spawned.SET_BY = "the parent, after the import"
+started = worker_fork.start(Path(sys.argv[1]))
+ctx = multiprocessing.get_context("spawn")
+
+def run(target, kill_copy=False):
+    queue, proceed = ctx.Queue(), ctx.Event()
+    process = ctx.Process(target=target, args=(queue, proceed) if target is spawned.report else ())
+    process.start()
+    seen = queue.get(timeout=60) if target is spawned.report else {}
+    if kill_copy:
+        return process, proceed, seen
+    proceed.set()
+    process.join(60)
+    return {**seen, "exitcode": process.exitcode, "launcher": process.pid}
+
+def parent_of(pid):
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+first = run(spawned.report)
+killed = run(spawned.killed)
+copy = first["ppid"]
+out = {"started": started, "me": os.getpid(), "first": first, "killed": killed["exitcode"],
+       "copy": copy, "copy_parent": parent_of(copy) if first["ppid"] != os.getpid() else None}
+if sys.argv[2] == "kill-copy":
+    os.kill(copy, signal.SIGKILL)
+    os.waitpid(copy, 0)
+    out["after_copy_killed"] = run(spawned.report)
+print(json.dumps(out), flush=True)
+"""
+
+
+def _parent(tmp_path: Path, mode: str) -> tuple[dict, str]:
+    done = subprocess.run(
+        [sys.executable, "-c", PARENT, str(tmp_path / "fork.sock"), mode],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1]), done.stdout
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return True
+    return state == "Z"  # ended, not yet collected by whoever adopted it
+
+
+def test_a_spawned_process_is_forked_from_the_preloaded_copy_and_reports_as_spawned(tmp_path: Path) -> None:
+    seen, stdout = _parent(tmp_path, "keep")
+    first = seen["first"]
+    assert seen["started"] is True
+    # Forked from the copy of the parent: it sees what the parent set after the import,
+    # and its parent is the copy, whose parent is the spawning process.
+    assert first["set_by"] == "the parent, after the import"
+    assert first["ppid"] == seen["copy"] != seen["me"] and seen["copy_parent"] == seen["me"]
+    # What spawn's own child would be: its pid is not the process spawn started (the
+    # launcher), its queue and event worked, its exit status and its stdout reached the parent.
+    assert first["pid"] != first["launcher"]
+    assert first["exitcode"] == 3
+    assert f"worker {first['pid']} writes to its stdout" in stdout
+    assert seen["killed"] == -9
+    deadline = time.monotonic() + 10
+    while not _gone(seen["copy"]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _gone(seen["copy"]), "the preloaded copy outlived its parent"
+
+
+def test_with_the_copy_gone_spawn_starts_a_fresh_python(tmp_path: Path) -> None:
+    seen, _ = _parent(tmp_path, "kill-copy")
+    assert seen["first"]["set_by"] == "the parent, after the import"
+    fresh = seen["after_copy_killed"]
+    assert fresh["set_by"] == "the import" and fresh["ppid"] == seen["me"] and fresh["exitcode"] == 3
+
+
+def test_no_copy_is_made_while_a_thread_runs(tmp_path: Path) -> None:
+    code = (
+        "import multiprocessing.spawn as s, sys, threading, time; from pathlib import Path; "
+        "from freshness_pipeline.defs import worker_fork; "
+        "threading.Thread(target=time.sleep, args=(5,), daemon=True).start(); before = s.get_executable(); "
+        "print(worker_fork.start(Path(sys.argv[1])), s.get_executable() == before)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "fork.sock")], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == ["False", "True"], out.stdout + out.stderr
+    assert not (tmp_path / "fork.sock").exists()
