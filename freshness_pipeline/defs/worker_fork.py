@@ -27,7 +27,6 @@ import fcntl
 import json
 import multiprocessing
 import os
-import re
 import select
 import shlex
 import signal
@@ -39,8 +38,9 @@ from multiprocessing import spawn
 from pathlib import Path
 from typing import NamedTuple
 
+from .worker_spawn import spawn_arguments
+
 SOCKET_ENV = "FRESHNESS_WORKER_FORK"  # where the code server's preloaded copy listens (launch.py)
-SPAWN_MAIN = re.compile(r"spawn_main\(tracker_fd=(\d+), pipe_handle=(\d+)\)")
 MAX_REQUEST = 1 << 20
 
 
@@ -184,11 +184,11 @@ def _receive(conn: socket.socket) -> Request:
 def _run_worker(request: Request) -> None:
     """In the forked worker: take the launcher's descriptors at their numbers, its
     directory and environment, close the rest, and run what spawn runs. Exits with the run."""
-    found = SPAWN_MAIN.search(" ".join(request.args))
-    if found is None:
+    arguments = spawn_arguments(request.args)
+    if arguments is None:  # the launcher hands over nothing else
         os._exit(1)
     floor = max([*request.fds, *request.fds.values()]) + 1
-    moved = {n: _dup_from(fd, floor) for n, fd in request.fds.items()}
+    moved = {n: fcntl.fcntl(fd, fcntl.F_DUPFD, floor) for n, fd in request.fds.items()}  # out of the way
     for fd in request.fds.values():
         os.close(fd)
     for number, fd in moved.items():
@@ -205,17 +205,13 @@ def _run_worker(request: Request) -> None:
     os.environ.update(request.env)
     sys.argv = ["-c", "--multiprocessing-fork"]
     try:
-        spawn.spawn_main(tracker_fd=int(found[1]), pipe_handle=int(found[2]))
+        spawn.spawn_main(**arguments)
     except SystemExit as done:
         # As multiprocessing's own forked children end: the run's process has waited for its
         # threads, run its finalizers and flushed its output (`BaseProcess._bootstrap`).
         # Python's teardown would only write to, and so copy, every page shared with the copy.
         os._exit(done.code if isinstance(done.code, int) else 1)
     os._exit(0)
-
-
-def _dup_from(fd: int, floor: int) -> int:
-    return fcntl.fcntl(fd, fcntl.F_DUPFD, floor)
 
 
 def _open_fds() -> list[int]:

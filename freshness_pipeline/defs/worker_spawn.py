@@ -15,19 +15,30 @@ Standard library only, nothing else imported: it starts with `-I -S` for every r
 
 import json
 import os
+import re
 import signal
 import socket
 import sys
 import time
 
-SPAWN_MAIN = "from multiprocessing.spawn import spawn_main"  # spawn's `-c` for a child process
+# The program spawn gives a child process (`python -c`), and its arguments.
+SPAWN_MAIN = re.compile(r"from multiprocessing\.spawn import spawn_main; spawn_main\(((?:\w+=\d+(?:, )?)*)\)")
+
+
+def spawn_arguments(args: list[str]) -> dict[str, int] | None:
+    """The keyword arguments of `spawn_main` in spawn's command line; None for any other
+    command (the resource tracker's, which spawn's executable starts too)."""
+    for arg in args:
+        if found := SPAWN_MAIN.fullmatch(arg):
+            pairs = (pair.split("=") for pair in found[1].split(", ") if pair)
+            return {name: int(value) for name, value in pairs}
+    return None
 
 
 def main() -> None:
     """Hand this process to the preloaded fork, wait for the worker and end as it did."""
     path, python, args = sys.argv[1], sys.argv[2], sys.argv[3:]
-    if not any(arg.startswith(SPAWN_MAIN) for arg in args):
-        # Not a process for a run: what else runs spawn's executable (its resource tracker).
+    if spawn_arguments(args) is None:  # not a run worker: Python runs it, as spawn would
         os.execv(python, [python, *args])
     fds = _open_fds()
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -60,8 +71,6 @@ def _exists(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
-        return True
     return True
 
 

@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+from freshness_pipeline.defs.worker_spawn import spawn_arguments
+
 # The parent: sets a value at run time, starts the copy, then spawns processes.
 PARENT = r"""
 import json, multiprocessing, os, signal, sys, time
@@ -49,7 +51,7 @@ print(json.dumps(out), flush=True)
 """
 
 
-def _parent(tmp_path: Path, mode: str) -> tuple[dict, str]:
+def _parent(tmp_path: Path, mode: str) -> tuple[dict, str, str]:
     done = subprocess.run(
         [sys.executable, "-c", PARENT, str(tmp_path / "fork.sock"), mode],
         capture_output=True,
@@ -58,7 +60,7 @@ def _parent(tmp_path: Path, mode: str) -> tuple[dict, str]:
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1]), done.stdout
+    return json.loads(done.stdout.strip().splitlines()[-1]), done.stdout, done.stderr
 
 
 def _gone(pid: int) -> bool:
@@ -70,7 +72,7 @@ def _gone(pid: int) -> bool:
 
 
 def test_a_spawned_process_is_forked_from_the_preloaded_copy_and_reports_as_spawned(tmp_path: Path) -> None:
-    seen, stdout = _parent(tmp_path, "keep")
+    seen, stdout, stderr = _parent(tmp_path, "keep")
     first = seen["first"]
     assert seen["started"] is True
     # Forked from the copy of the parent: it sees what the parent set after the import,
@@ -83,6 +85,7 @@ def test_a_spawned_process_is_forked_from_the_preloaded_copy_and_reports_as_spaw
     assert first["exitcode"] == 3
     assert f"worker {first['pid']} writes to its stdout" in stdout
     assert seen["killed"] == -9
+    assert "resource_tracker" not in stderr, stderr  # its own process, not a fork (below)
     deadline = time.monotonic() + 10
     while not _gone(seen["copy"]) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -90,7 +93,7 @@ def test_a_spawned_process_is_forked_from_the_preloaded_copy_and_reports_as_spaw
 
 
 def test_with_the_copy_gone_spawn_starts_a_fresh_python(tmp_path: Path) -> None:
-    seen, _ = _parent(tmp_path, "kill-copy")
+    seen, _, _ = _parent(tmp_path, "kill-copy")
     assert seen["first"]["set_by"] == "the parent, after the import"
     fresh = seen["after_copy_killed"]
     assert fresh["set_by"] == "the import" and fresh["ppid"] == seen["me"] and fresh["exitcode"] == 3
@@ -108,3 +111,12 @@ def test_no_copy_is_made_while_a_thread_runs(tmp_path: Path) -> None:
     )
     assert out.stdout.split() == ["False", "True"], out.stdout + out.stderr
     assert not (tmp_path / "fork.sock").exists()
+
+
+def test_only_a_spawned_child_is_handed_to_the_copy() -> None:
+    """What spawn runs for a child process goes to the copy with its arguments; anything
+    else that runs spawn's executable (the resource tracker) is a fresh Python."""
+    child = ["-B", "-c", "from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=12, pipe_handle=14)"]
+    assert spawn_arguments([*child, "--multiprocessing-fork"]) == {"tracker_fd": 12, "pipe_handle": 14}
+    assert spawn_arguments(["-c", "from multiprocessing.resource_tracker import main;main(5)"]) is None
+    assert spawn_arguments(["-c", "import os; os.system('x'); from multiprocessing.spawn import spawn_main"]) is None
