@@ -201,11 +201,14 @@ def _adopt_orphans() -> None:
 
 def _collect_orphans(kept: set[int]) -> None:
     """Wait for the orphans the command left (those still running are stopped: a killed
-    code server's heartbeat would keep it for minutes); `kept` are this process's own."""
-    for pid in set(_children()) - kept:
-        with suppress(ProcessLookupError, ChildProcessError):
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
+    code server's heartbeat would keep it for minutes); `kept` are this process's own.
+    Until none is left: an orphan's own children come here once it ends (the run workers
+    of the code server's preloaded copy, `defs/worker_fork.py`)."""
+    while orphans := set(_children()) - kept:
+        for pid in orphans:
+            with suppress(ProcessLookupError, ChildProcessError):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
 
 
 def _children() -> list[int]:

@@ -256,7 +256,13 @@ def test_a_ctrl_c_during_a_run_ends_the_command_in_one_line_and_fails_its_runs(
         env["FRESHNESS_LAUNCH"] = "in-process"
     command = [str(Path(sys.executable).with_name("freshness")), "run"]
     proc = subprocess.Popen(
-        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        command,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=_sigint_as_in_a_terminal,
     )
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     try:
@@ -328,3 +334,10 @@ def _parent_or_none(pid: int) -> int | None:
         return _parent(pid)
     except (FileNotFoundError, ProcessLookupError):
         return None
+
+
+def _sigint_as_in_a_terminal() -> None:
+    """The command's SIGINT as a terminal leaves it, whatever this process inherited: a
+    background job of a non-interactive shell (`make test &`) starts with SIGINT ignored,
+    and its children inherit that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

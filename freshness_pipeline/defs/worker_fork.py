@@ -34,14 +34,17 @@ import socket
 import sys
 import threading
 import traceback
+from collections.abc import Callable
 from multiprocessing import spawn
 from pathlib import Path
-from typing import NamedTuple
+from types import FrameType
+from typing import Any, NamedTuple
 
 from .worker_spawn import spawn_arguments
 
 SOCKET_ENV = "FRESHNESS_WORKER_FORK"  # where the code server's preloaded copy listens (launch.py)
 MAX_REQUEST = 1 << 20
+Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None  # signal.getsignal's
 
 
 class Request(NamedTuple):
@@ -67,10 +70,11 @@ def start(path: Path) -> bool:
         listener.close()
         return False
     alive_r, alive_w = os.pipe()  # the server holds alive_w until it ends
+    sigint = signal.getsignal(signal.SIGINT)  # a spawned worker's too (ignored stays ignored)
     if os.fork() == 0:
         try:  # never back into the caller: the copy and its workers end here
             os.close(alive_w)
-            _run_worker(_serve(listener, alive_r))  # `_serve` returns only in a forked worker
+            _run_worker(_serve(listener, alive_r, sigint))  # `_serve` returns only in a forked worker
         except BaseException:
             traceback.print_exc()
         finally:
@@ -87,7 +91,7 @@ def start(path: Path) -> bool:
     return True
 
 
-def _serve(listener: socket.socket, alive: int) -> Request:
+def _serve(listener: socket.socket, alive: int, sigint: Handler) -> Request:
     """The preloaded copy: fork a run worker per request, answer its pid, then its wait
     status once it ended. Returns, in the forked worker only, the request to run; exits
     once the code server is gone."""
@@ -122,7 +126,7 @@ def _serve(listener: socket.socket, alive: int) -> Request:
                 other.close()
             signal.set_wakeup_fd(-1)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+            signal.signal(signal.SIGINT, sigint if sigint is not None else signal.SIG_DFL)
             return request
         for fd in request.fds.values():
             os.close(fd)

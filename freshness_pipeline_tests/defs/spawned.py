@@ -11,7 +11,8 @@ SET_BY = "the import"  # the server sets it at run time: only a fork of the serv
 
 def report(queue: Queue, proceed: Event) -> None:
     """Say who it is and what it sees, wait for the go through an Event, exit with 3."""
-    queue.put({"pid": os.getpid(), "ppid": os.getppid(), "set_by": SET_BY})
+    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    queue.put({"pid": os.getpid(), "ppid": os.getppid(), "set_by": SET_BY, "sigint_ignored": ignored})
     print(f"worker {os.getpid()} writes to its stdout", flush=True)
     if not proceed.wait(60):
         sys.exit(1)

@@ -190,6 +190,7 @@ INTERRUPTED_LAUNCH = """
 import io, os, signal, socket, sys, tempfile, threading, time
 from pathlib import Path
 from freshness_pipeline.defs.launch import _dagster_cli
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, however pytest started
 home = Path(tempfile.mkdtemp(prefix="fresh-"))  # a short path: a Unix socket's limit
 silent = socket.socket(socket.AF_UNIX)
 silent.bind(str(home / "grpc.sock"))

@@ -21,16 +21,17 @@ from freshness_pipeline.defs import worker_fork
 from freshness_pipeline_tests.defs import spawned
 
 spawned.SET_BY = "the parent, after the import"
+# Python's handler, as in a terminal, or ignored, as a background job of a shell starts
+ignore = sys.argv[2] == "ignore-sigint"
+signal.signal(signal.SIGINT, signal.SIG_IGN if ignore else signal.default_int_handler)
 started = worker_fork.start(Path(sys.argv[1]))
 ctx = multiprocessing.get_context("spawn")
 
-def run(target, kill_copy=False):
+def run(target):
     queue, proceed = ctx.Queue(), ctx.Event()
     process = ctx.Process(target=target, args=(queue, proceed) if target is spawned.report else ())
     process.start()
     seen = queue.get(timeout=60) if target is spawned.report else {}
-    if kill_copy:
-        return process, proceed, seen
     proceed.set()
     process.join(60)
     return {**seen, "exitcode": process.exitcode, "launcher": process.pid}
@@ -41,7 +42,7 @@ def parent_of(pid):
 first = run(spawned.report)
 killed = run(spawned.killed)
 copy = first["ppid"]
-out = {"started": started, "me": os.getpid(), "first": first, "killed": killed["exitcode"],
+out = {"started": started, "me": os.getpid(), "sigint_ignored": ignore, "first": first, "killed": killed["exitcode"],
        "copy": copy, "copy_parent": parent_of(copy) if first["ppid"] != os.getpid() else None}
 if sys.argv[2] == "kill-copy":
     os.kill(copy, signal.SIGKILL)
@@ -120,3 +121,13 @@ def test_only_a_spawned_child_is_handed_to_the_copy() -> None:
     assert spawn_arguments([*child, "--multiprocessing-fork"]) == {"tracker_fd": 12, "pipe_handle": 14}
     assert spawn_arguments(["-c", "from multiprocessing.resource_tracker import main;main(5)"]) is None
     assert spawn_arguments(["-c", "import os; os.system('x'); from multiprocessing.spawn import spawn_main"]) is None
+
+
+def test_a_forked_worker_keeps_its_parents_sigint_as_a_spawned_one_would(tmp_path: Path) -> None:
+    """The copy ignores SIGINT (a terminal's Ctrl-C is for the runs); a worker gets the
+    spawning process's own: Python's handler, or ignored where that process ignores it."""
+    for mode, ignored in (("keep", False), ("ignore-sigint", True)):
+        (tmp_path / mode).mkdir()
+        seen, _, _ = _parent(tmp_path / mode, mode)
+        assert seen["first"]["set_by"] == "the parent, after the import", mode
+        assert seen["sigint_ignored"] is ignored and seen["first"]["sigint_ignored"] is ignored, (mode, seen)
