@@ -1,18 +1,20 @@
-"""The main module of a launched refresh's code server, and the first module of each run
-worker it spawns.
+"""The main module of a launched refresh's code server, and the first module of a run
+worker it spawns fresh.
 
 `python -m freshness_pipeline.defs.gated <dagster's arguments>` (`launch.py`: `api grpc
 ...`) imports Dagster, the code location and, through an in-memory instance
-(`DagsterInstance.ephemeral`), Dagster's storage modules, then waits for the caller's go on
-stdin and runs `python -m dagster` with the arguments. Nothing before the go opens the
-home's instance, which the caller makes alone (two processes making a fresh home's storage
-at once leave it broken).
+(`DagsterInstance.ephemeral`), Dagster's storage modules, forks the preloaded copy its run
+workers are forked from (`worker_fork.py`), then waits for the caller's go on stdin and
+runs `python -m dagster` with the arguments. Nothing before the go opens the home's
+instance, which the caller makes alone (two processes making a fresh home's storage at
+once leave it broken).
 
-Dagster's code server starts every run in a fresh interpreter (multiprocessing's spawn),
-and spawn starts by importing the parent's main module, as `__mp_main__`: this one. So
-each run worker too imports Dagster here, before its run, with the cyclic garbage
-collector kept out (`adapters/memory.py`) instead of walking Dagster's objects again and
-again. No process run from here makes Python's final collections at exit.
+Where no run worker can be forked, Dagster's code server starts the run in a fresh
+interpreter (multiprocessing's spawn), and spawn starts by importing the parent's main
+module, as `__mp_main__`: this one. So such a run worker too imports Dagster here, before
+its run, with the cyclic garbage collector kept out (`adapters/memory.py`) instead of
+walking Dagster's objects again and again. No process run from here makes Python's final
+collections at exit.
 """
 
 import atexit
@@ -33,13 +35,12 @@ def main() -> None:
     """Load the code location, wait for the go, then run Dagster's CLI on `sys.argv`."""
     from freshness_pipeline.defs import worker_fork
     from freshness_pipeline.defs.launch import GO
-    from freshness_pipeline.defs.worker_fork import SOCKET_ENV
 
     with collections_paused():
         import freshness_pipeline.defs.definitions  # noqa: F401 - the code location
 
         dagster.DagsterInstance.ephemeral().dispose()
-    fork_at = os.environ.pop(SOCKET_ENV, None)
+    fork_at = os.environ.pop(worker_fork.SOCKET_ENV, None)  # set by launch.py
     if fork_at:
         worker_fork.start(Path(fork_at))
     if sys.stdin.readline().strip() != GO:

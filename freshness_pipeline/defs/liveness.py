@@ -143,8 +143,8 @@ def _run_pids(instance: dg.DagsterInstance, run_id: str) -> dict[int, float]:
 
 def _alive(pid: int, seen: float) -> bool:
     """The pid runs, and is not a newer process that reused it after the run named it. A
-    process that exited and waits for its parent to collect it (a zombie: a run worker until
-    its code server reaps it, a quarter of a second later) runs no more."""
+    process that exited and waits for its parent to collect it (a zombie: a spawned run
+    worker until its code server reaps it, a quarter of a second later) runs no more."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

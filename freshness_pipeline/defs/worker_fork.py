@@ -40,7 +40,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, NamedTuple
 
-from .worker_spawn import spawn_arguments
+from .worker_spawn import open_fds, spawn_arguments
 
 SOCKET_ENV = "FRESHNESS_WORKER_FORK"  # where the code server's preloaded copy listens (launch.py)
 MAX_REQUEST = 1 << 20
@@ -198,12 +198,9 @@ def _run_worker(request: Request) -> None:
     for number, fd in moved.items():
         os.dup2(fd, number)
         os.close(fd)
-    for fd in _open_fds():
+    for fd in open_fds():
         if fd not in request.fds:
-            try:
-                os.close(fd)
-            except OSError:  # the listing's own descriptor
-                pass
+            os.close(fd)
     os.chdir(request.cwd)
     os.environ.clear()
     os.environ.update(request.env)
@@ -216,8 +213,3 @@ def _run_worker(request: Request) -> None:
         # Python's teardown would only write to, and so copy, every page shared with the copy.
         os._exit(done.code if isinstance(done.code, int) else 1)
     os._exit(0)
-
-
-def _open_fds() -> list[int]:
-    listing = "/proc/self/fd" if os.path.isdir("/proc/self/fd") else "/dev/fd"
-    return [int(name) for name in os.listdir(listing)]

@@ -40,7 +40,7 @@ def main() -> None:
     path, python, args = sys.argv[1], sys.argv[2], sys.argv[3:]
     if spawn_arguments(args) is None:  # not a run worker: Python runs it, as spawn would
         os.execv(python, [python, *args])
-    fds = _open_fds()
+    fds = open_fds()
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.connect(path)
@@ -74,8 +74,8 @@ def _exists(pid: int) -> bool:
     return True
 
 
-def _open_fds() -> list[int]:
-    """This process's open descriptors: what spawn passed, and its stdio."""
+def open_fds() -> list[int]:
+    """This process's open descriptors (a launcher's: what spawn passed, and its stdio)."""
     listing = "/proc/self/fd" if os.path.isdir("/proc/self/fd") else "/dev/fd"
     fds = []
     for name in os.listdir(listing):
