@@ -34,13 +34,13 @@ with collections_paused():  # all that a run worker does here
 def main() -> None:
     """Load the code location, wait for the go, then run Dagster's CLI on `sys.argv`."""
     from freshness_pipeline.defs import worker_fork
-    from freshness_pipeline.defs.launch import GO
+    from freshness_pipeline.defs.launch import GO, WORKER_FORK_ENV
 
     with collections_paused():
         import freshness_pipeline.defs.definitions  # noqa: F401 - the code location
 
         dagster.DagsterInstance.ephemeral().dispose()
-    fork_at = os.environ.pop(worker_fork.SOCKET_ENV, None)  # set by launch.py
+    fork_at = os.environ.pop(WORKER_FORK_ENV, None)  # the socket launch.py names
     if fork_at:
         worker_fork.start(Path(fork_at))
     if sys.stdin.readline().strip() != GO:

@@ -52,7 +52,7 @@ SERVER_READY_S = 300.0  # the code server's load, on a busy host
 # after it started, once its runs ended: a backstop for a command killed before it stopped it.
 SERVER_HEARTBEAT_S = 900
 GO = "go"
-WORKER_FORK_ENV = "FRESHNESS_WORKER_FORK"  # worker_fork.SOCKET_ENV, without importing it here
+WORKER_FORK_ENV = "FRESHNESS_WORKER_FORK"  # where the code server forks its run workers (worker_fork.py)
 
 
 class LaunchError(RuntimeError):

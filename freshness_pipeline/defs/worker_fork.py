@@ -42,7 +42,6 @@ from typing import Any, NamedTuple
 
 from .worker_spawn import open_fds, spawn_arguments
 
-SOCKET_ENV = "FRESHNESS_WORKER_FORK"  # where the code server's preloaded copy listens (launch.py)
 MAX_REQUEST = 1 << 20
 Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None  # signal.getsignal's
 
