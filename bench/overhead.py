@@ -5,7 +5,9 @@ Serves two sites on loopback, the demo's (five pages) and a generated one (`benc
 or a script runs it: the first `freshness run` (launched; in-process too, in a home of its
 own), then `--pairs` alternating pairs of quiet runs (nothing changed), launched into the
 code location (the default) and in-process (`FRESHNESS_LAUNCH=in-process`), then
-`freshness status` and a cold `freshness search`.
+`freshness status` and a cold `freshness search`. `--commands daemon`: `--pairs` quiet runs
+with a `dagster-daemon` running, as a sensor's or the UI's runs go: queued, then dequeued
+and launched by the daemon through its own code server.
 Each run's line shows its wall time beside its own work (`seconds` of `freshness run
 --json`: discovery, fetch, sections, plan, index), the overhead (wall - work) and the ratio,
 then where the wall went by the run's record in the instance (`_phases`).
@@ -94,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pairs", type=int, default=2, help="quiet launched/in-process pairs per site")
     p.add_argument("--sites", default="demo,generated", help="comma-separated: demo, generated")
     p.add_argument("--embedder", default="hashing", choices=("hashing", "local"))
-    p.add_argument("--commands", default="run,status,search", help="comma-separated: run, status, search")
+    p.add_argument("--commands", default="run,status,search", help="comma-separated: run, status, search, daemon")
     p.add_argument("--profile", type=Path, help="record every command with py-spy into this folder")
     p.add_argument("--baseline", type=Path, help="also run each command with freshness_pipeline from this folder")
     args = p.parse_args(argv)
@@ -154,6 +156,76 @@ def _bench_site(
             print(f"{'':<10} {'':<36} {_phases(home, stdout, started, started + wall)}", flush=True)
         if out is not None:
             print(f"{'':<10} {'':<36} profile: {_breakdown(out)}", flush=True)
+    if "daemon" in commands:  # after the first runs: quiet runs
+        _bench_daemon(site, env, variants, args.pairs)
+
+
+def _bench_daemon(site: Site, env: dict[str, str], variants: list[tuple[str, dict[str, str]]], pairs: int) -> None:
+    """Quiet runs that a `dagster-daemon` dequeues and launches through its code server (a
+    sensor's, a schedule's or the UI's runs go this way), each code in its own home: the
+    daemon's code server loads whichever code is first on its path."""
+    for tag, more in variants:
+        run_env = {**env, **more}
+        script = _OLDER_SCRIPT if "PYTHONPATH" in more else _freshness()
+        with _daemon(run_env):
+            for _ in range(pairs):
+                wall, cpu, stdout = _time([*script, "run", "--json"], run_env, None)
+                work = _work(stdout)
+                line = f"{site.name:<10} {'quiet run, daemon' + tag:<36} {wall:>7.2f} {work:>7.2f} {wall - work:>7.2f}"
+                print(f"{line} {wall / work:>6.2f} {cpu:>6.2f}  {os.getloadavg()[0]:.1f}", flush=True)
+                print(f"{'':<10} {'':<36} {_queued_phases(run_env['DAGSTER_HOME'], stdout)}", flush=True)
+
+
+@contextmanager
+def _daemon(env: dict[str, str]) -> Iterator[None]:
+    """A `dagster-daemon` on the home's workspace, until it heartbeats; stopped with its
+    code server (its process group) after the block."""
+    from freshness_pipeline.defs.coordinator import daemon_running
+
+    home = Path(env["DAGSTER_HOME"])
+    workspace = home / "workspace.yaml"
+    module, attribute = "freshness_pipeline.defs.definitions", "defs"
+    location = {"module_name": module, "attribute": attribute, "location_name": "freshness_pipeline"}
+    where = {**location, "working_directory": str(home)}
+    workspace.write_text(yaml.safe_dump({"load_from": [{"python_module": where}]}))
+    daemon = Path(sys.executable).with_name("dagster-daemon")
+    log = (home / "daemon.log").open("w")
+    proc = subprocess.Popen(
+        [str(daemon), "run", "-w", str(workspace)], env=env, cwd=home, stdout=log, stderr=log, start_new_session=True
+    )
+    try:
+        with _instance(str(home)) as instance:
+            deadline = time.monotonic() + 120
+            while not daemon_running(instance):
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError(f"dagster-daemon did not start: {(home / 'daemon.log').read_text()[-2000:]}")
+                time.sleep(0.5)
+        yield
+    finally:
+        with suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        log.close()
+
+
+def _queued_phases(home: str, stdout: str) -> str:
+    """Where a queued run's time went, from its events: queued until the daemon dequeued
+    it, from then until it started (the run worker's start), the run."""
+    run_id = [json.loads(line)["run_id"] for line in stdout.splitlines() if line.startswith("{")][-1]
+    with _instance(home) as instance:
+        first: dict[str, float] = {}
+        for record in instance.get_records_for_run(run_id).records:
+            event = record.event_log_entry
+            if event.dagster_event is not None:
+                first.setdefault(event.dagster_event.event_type_value, event.timestamp)
+        record = instance.get_run_record_by_id(run_id)
+    if record is None or record.end_time is None or not {"PIPELINE_ENQUEUED", "PIPELINE_STARTING"} <= set(first):
+        return "phases: the run was not queued"
+    return (
+        f"phases s: queued {first['PIPELINE_STARTING'] - first['PIPELINE_ENQUEUED']:.2f}, "
+        f"to its start {first['PIPELINE_START'] - first['PIPELINE_STARTING']:.2f}, "
+        f"run {record.end_time - first['PIPELINE_START']:.2f}"
+    )
 
 
 # The older code's `freshness` script: its entry point where it has one, else `main`.
@@ -233,19 +305,9 @@ def _phases(home: str, stdout: str, started: float, ended: float) -> str:
     command's imports; launched, also the code server's load and `dagster job launch`), until it
     started (launched: the run worker's start and code-location load), its steps, and after
     its end (the summary; launched, the run worker's exit)."""
-    import dagster as dg
-
     run_ids = [json.loads(line)["run_id"] for line in stdout.splitlines() if line.startswith("{")]
-    before = os.environ.get("DAGSTER_HOME")
-    os.environ["DAGSTER_HOME"] = home
-    try:
-        with dg.DagsterInstance.get() as instance:
-            record = instance.get_run_record_by_id(run_ids[-1])
-    finally:
-        if before is None:
-            del os.environ["DAGSTER_HOME"]
-        else:
-            os.environ["DAGSTER_HOME"] = before
+    with _instance(home) as instance:
+        record = instance.get_run_record_by_id(run_ids[-1])
     if record is None or record.start_time is None or record.end_time is None:
         return "phases: the run's record has no start or end"
     created = record.create_timestamp.timestamp()
@@ -254,6 +316,23 @@ def _phases(home: str, stdout: str, started: float, ended: float) -> str:
         f"phases s: to the run {created - started:.2f}, to its start {record.start_time - created:.2f}, "
         f"run {steps:.2f}, after its end {ended - record.end_time:.2f}"
     )
+
+
+@contextmanager
+def _instance(home: str) -> Iterator[Any]:
+    """The Dagster instance of `home` (a `dagster.DagsterInstance`; Dagster is imported only here)."""
+    import dagster as dg
+
+    before = os.environ.get("DAGSTER_HOME")
+    os.environ["DAGSTER_HOME"] = home
+    try:
+        with dg.DagsterInstance.get() as instance:
+            yield instance
+    finally:
+        if before is None:
+            del os.environ["DAGSTER_HOME"]
+        else:
+            os.environ["DAGSTER_HOME"] = before
 
 
 def _breakdown(raw: Path) -> str:

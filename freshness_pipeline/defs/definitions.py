@@ -22,6 +22,7 @@ from ..adapters.memory import collections_paused
 # without cyclic collections, which would walk Dagster's objects again each time: 0.1 s of
 # every process that loads the location, each run worker's included.
 with collections_paused():
+    from . import worker_fork
     from .assets import refresh_assets, refresh_job
     from .attempts_sensor import failed_refresh_attempts
     from .executors import refresh_executor
@@ -54,3 +55,8 @@ defs = dg.Definitions(
         "io_manager": dg.FilesystemIOManager(base_dir=os.environ.get("FRESHNESS_IO_DIR")),
     },
 )
+
+# In a code server (the one `freshness run` starts, and those of the daemon, the webserver
+# and `dagster dev`), the run workers are forked from a copy of it made now, with all of the
+# above loaded, instead of each importing it again in a fresh Python (`worker_fork.py`).
+worker_fork.start_in_code_server()

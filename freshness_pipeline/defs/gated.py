@@ -2,12 +2,12 @@
 worker it spawns fresh.
 
 `python -m freshness_pipeline.defs.gated <dagster's arguments>` (`launch.py`: `api grpc
-...`) imports Dagster, the code location and, through an in-memory instance
-(`DagsterInstance.ephemeral`), Dagster's storage modules, forks the preloaded copy its run
-workers are forked from (`worker_fork.py`), then waits for the caller's go on stdin and
-runs `python -m dagster` with the arguments. Nothing before the go opens the home's
-instance, which the caller makes alone (two processes making a fresh home's storage at
-once leave it broken).
+...`) imports Dagster, Dagster's storage modules (through an in-memory instance,
+`DagsterInstance.ephemeral`) and the code location, whose import ends by forking the
+preloaded copy its run workers are forked from (`worker_fork.py`, on the socket
+`launch.py` names), then waits for the caller's go on stdin and runs `python -m dagster`
+with the arguments. Nothing before the go opens the home's instance, which the caller
+makes alone (two processes making a fresh home's storage at once leave it broken).
 
 Where no run worker can be forked, Dagster's code server starts the run in a fresh
 interpreter (multiprocessing's spawn), and spawn starts by importing the parent's main
@@ -19,10 +19,8 @@ collections at exit.
 
 import atexit
 import gc
-import os
 import runpy
 import sys
-from pathlib import Path
 
 from freshness_pipeline.adapters.memory import collections_paused
 
@@ -33,16 +31,11 @@ with collections_paused():  # all that a run worker does here
 
 def main() -> None:
     """Load the code location, wait for the go, then run Dagster's CLI on `sys.argv`."""
-    from freshness_pipeline.defs import worker_fork
-    from freshness_pipeline.defs.launch import GO, WORKER_FORK_ENV
+    from freshness_pipeline.defs.launch import GO
 
     with collections_paused():
+        dagster.DagsterInstance.ephemeral().dispose()  # before the copy is forked
         import freshness_pipeline.defs.definitions  # noqa: F401 - the code location
-
-        dagster.DagsterInstance.ephemeral().dispose()
-    fork_at = os.environ.pop(WORKER_FORK_ENV, None)  # the socket launch.py names
-    if fork_at:
-        worker_fork.start(Path(fork_at))
     if sys.stdin.readline().strip() != GO:
         sys.exit(0)
     # `__main__` stays this module (alter_sys=False), for the run workers' spawn.

@@ -1,5 +1,6 @@
 """What `test_worker_fork.py`'s spawned processes run (importable by name, as spawn needs)."""
 
+import gc
 import os
 import signal
 import sys
@@ -21,3 +22,12 @@ def report(queue: Queue, proceed: Event) -> None:
 
 def killed() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def code_server(queue: Queue) -> None:
+    """Say whether this process, with its server's arguments (spawn gives it them), would
+    fork a copy of its own as a code server does, and whether it collects garbage."""
+    from freshness_pipeline.defs import worker_fork
+
+    forks = worker_fork.start_in_code_server()
+    queue.put({"ppid": os.getppid(), "argv": sys.argv[1:3], "forks": forks, "gc": gc.isenabled()})

@@ -5,12 +5,15 @@ Each launch starts real processes (its code server, the run worker)."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
@@ -21,10 +24,11 @@ from freshness_pipeline import progress
 from freshness_pipeline.defs.coordinator import daemon_running
 from freshness_pipeline.defs.instance import write_instance_config
 from freshness_pipeline.defs.launch import GATED, LaunchError, _dagster_cli, launchers
+from freshness_pipeline.defs.liveness import _run_pids
 from freshness_pipeline.defs.runner import LAUNCH_ENV, run_refresh, run_refreshes, summarize
 from freshness_pipeline.defs.tags import run_tags
 from freshness_pipeline.demo.server import DocsSite
-from freshness_pipeline_tests.defs.harness import SOURCE, alive_pids
+from freshness_pipeline_tests.defs.harness import SOURCE, alive_pids, parent_pid
 from freshness_pipeline_tests.sitegen import generate
 
 JOB_PAGE = dg.RunsFilter(job_name="refresh", tags={".dagster/repository": "__repository__@freshness_pipeline"})
@@ -95,13 +99,46 @@ def test_with_a_daemon_the_run_goes_through_the_queue(launched: Path, tmp_path: 
                     break
                 time.sleep(0.5)
             assert daemon_running(instance), (tmp_path / "daemon.log").read_text()[-2000:]
-            outcome = run_refresh(SOURCE)
+            with _ancestry_while_running() as ancestry:
+                outcome = run_refresh(SOURCE)
             assert outcome["status"] == "success", outcome
             kinds = event_kinds(instance, outcome["run_id"])
             assert {"PIPELINE_ENQUEUED", "PIPELINE_STARTING", "PIPELINE_SUCCESS"} <= kinds  # queued, then dequeued
+            # The daemon's code server forked the run worker from its preloaded copy
+            # (`worker_fork.py`): the worker's parent is the copy, the code server's child.
+            worker, copy, server, daemon_pid = ancestry[outcome["run_id"]]
+            assert daemon_pid == daemon.pid and worker != copy != server, ancestry
+            assert b"api\0grpc" in Path(f"/proc/{server}/cmdline").read_bytes()
     finally:
         daemon.terminate()
         daemon.wait(60)
+
+
+@contextlib.contextmanager
+def _ancestry_while_running() -> Iterator[dict[str, tuple[int, ...]]]:
+    """Run id -> its worker's pid, parent, grandparent and great-grandparent, read while the
+    run's worker runs (a run waited for has ended, and its worker too)."""
+    seen: dict[str, tuple[int, ...]] = {}
+    stop = threading.Event()
+
+    def watch() -> None:
+        with dg.DagsterInstance.get() as instance:
+            while not stop.wait(0.02):
+                for run in instance.get_runs(limit=1):
+                    for pid in _run_pids(instance, run.run_id):
+                        with contextlib.suppress(OSError, ValueError):
+                            chain = [pid]
+                            for _ in range(3):
+                                chain.append(parent_pid(chain[-1]))
+                            seen.setdefault(run.run_id, tuple(chain))
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        yield seen
+    finally:
+        stop.set()
+        watcher.join(30)
 
 
 class _Broker(dg.ConfigurableResource):

@@ -6,6 +6,7 @@ Python again; the copy ends with its parent."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -131,3 +132,85 @@ def test_a_forked_worker_keeps_its_parents_sigint_as_a_spawned_one_would(tmp_pat
         seen, _, _ = _parent(tmp_path / mode, mode)
         assert seen["first"]["set_by"] == "the parent, after the import", mode
         assert seen["sigint_ignored"] is ignored and seen["first"]["sigint_ignored"] is ignored, (mode, seen)
+
+
+# A code server as Dagster starts it (`python -m dagster api grpc ...`), its collections
+# paused as `gated.py` pauses them while the code location loads.
+CODE_SERVER = r"""
+import gc, json, multiprocessing, os, signal, sys, time
+from pathlib import Path
+from freshness_pipeline.defs import worker_fork
+from freshness_pipeline_tests.defs import spawned
+
+mode = sys.argv[1]
+out = {"other_command": worker_fork.start_in_code_server()}
+sys.argv[1:] = ["api", "grpc", "--socket", "unused"]
+gc.disable()
+out["code_server"] = worker_fork.start_in_code_server()
+out["again"] = worker_fork.start_in_code_server()
+out["folder"] = str(Path(os.fsdecode(multiprocessing.spawn.get_executable())).parent)
+ctx = multiprocessing.get_context("spawn")
+
+def child():
+    queue = ctx.Queue()
+    process = ctx.Process(target=spawned.code_server, args=(queue,))
+    process.start()
+    seen = queue.get(timeout=60)
+    process.join(60)
+    return seen
+
+out["forked"] = child()
+if mode == "terminate-copy":
+    os.kill(out["forked"]["ppid"], signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    while (Path(out["folder"]) / "fork.sock").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    out["socket_after_sigterm"] = (Path(out["folder"]) / "fork.sock").exists()
+    out["fresh"] = child()
+print(json.dumps(out), flush=True)
+"""
+
+
+def _code_server(tmp_path: Path, mode: str) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-c", CODE_SERVER, mode],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_code_server_forks_its_copy_once_in_a_folder_the_copy_removes(tmp_path: Path) -> None:
+    """`definitions.py` ends with `start_in_code_server`: only Dagster's code server (`api
+    grpc`: the daemon's, the webserver's, `freshness run`'s) forks a copy, in a temporary
+    folder of its own that the copy removes once the server ended; the workers forked from
+    it, which get the server's arguments, fork none, and collect garbage again."""
+    seen = _code_server(tmp_path, "exit")
+    assert (seen["other_command"], seen["code_server"], seen["again"]) == (False, True, False), seen
+    folder = Path(seen["folder"])
+    assert folder.parent == tmp_path and folder.name.startswith("freshness-fork-")
+    forked = seen["forked"]
+    assert forked["argv"] == ["api", "grpc"] and forked["forks"] is False and forked["gc"] is True, forked
+    deadline = time.monotonic() + 10
+    while folder.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not folder.exists(), "the copy left its folder after its code server ended"
+
+
+def test_a_copy_stopped_by_sigterm_forks_no_more_and_ends_with_its_server(tmp_path: Path) -> None:
+    """SIGTERM stops the copy's forks (its socket goes): spawn starts a fresh Python, which,
+    given the server's arguments, forks no copy of its own. The copy ends with its server."""
+    seen = _code_server(tmp_path, "terminate-copy")
+    assert seen["socket_after_sigterm"] is False
+    fresh = seen["fresh"]
+    assert fresh["ppid"] != seen["forked"]["ppid"] and fresh["argv"] == ["api", "grpc"], seen
+    assert fresh["forks"] is False and fresh["gc"] is True, fresh
+    copy = seen["forked"]["ppid"]
+    deadline = time.monotonic() + 10
+    while (Path(seen["folder"]).exists() or not _gone(copy)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not Path(seen["folder"]).exists() and _gone(copy)
