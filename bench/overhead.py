@@ -6,8 +6,8 @@ or a script runs it: the first `freshness run` (launched; in-process too, in a h
 own), then `--pairs` alternating pairs of quiet runs (nothing changed), launched into the
 code location (the default) and in-process (`FRESHNESS_LAUNCH=in-process`), then
 `freshness status` and a cold `freshness search`. `--commands daemon`: `--pairs` quiet runs
-with a `dagster-daemon` running, as a sensor's or the UI's runs go: queued, then dequeued
-and launched by the daemon through its own code server.
+submitted as a sensor submits them, which a `dagster-daemon` dequeues and launches through
+its own code server (a sensor's, a schedule's, a backfill's and the UI's runs go this way).
 Each run's line shows its wall time beside its own work (`seconds` of `freshness run
 --json`: discovery, fetch, sections, plan, index), the overhead (wall - work) and the ratio,
 then where the wall went by the run's record in the instance (`_phases`).
@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -50,6 +51,7 @@ import yaml
 from .site import SiteSpec, serve
 
 QUERY = "how to configure the request timeout"
+DAGSTER_SUCCESS = "SUCCESS"  # a finished run's status
 PR_SET_CHILD_SUBREAPER = 36  # prctl(2)
 
 # Where a profile's sample went: the first rule (in this order) one of whose patterns is in
@@ -161,25 +163,28 @@ def _bench_site(
 
 
 def _bench_daemon(site: Site, env: dict[str, str], variants: list[tuple[str, dict[str, str]]], pairs: int) -> None:
-    """Quiet runs that a `dagster-daemon` dequeues and launches through its code server (a
-    sensor's, a schedule's or the UI's runs go this way), each code in its own home: the
-    daemon's code server loads whichever code is first on its path."""
+    """Quiet runs submitted as a sensor submits them (the job, the source's partition, no run
+    config: `dagster job launch`), which a `dagster-daemon` dequeues and launches through its
+    code server; each code in its own home (the daemon's code server loads whichever code is
+    first on its path). The wall is the run's, from its submission to its end: what a
+    sensor's tick costs beyond the tick, without the submitting command's own start."""
     for tag, more in variants:
         run_env = {**env, **more}
-        script = _OLDER_SCRIPT if "PYTHONPATH" in more else _freshness()
-        with _daemon(run_env):
+        with _daemon(run_env) as workspace:
             for _ in range(pairs):
-                wall, cpu, stdout = _time([*script, "run", "--json"], run_env, None)
-                work = _work(stdout)
-                line = f"{site.name:<10} {'quiet run, daemon' + tag:<36} {wall:>7.2f} {work:>7.2f} {wall - work:>7.2f}"
-                print(f"{line} {wall / work:>6.2f} {cpu:>6.2f}  {os.getloadavg()[0]:.1f}", flush=True)
-                print(f"{'':<10} {'':<36} {_queued_phases(run_env['DAGSTER_HOME'], stdout)}", flush=True)
+                run_id = str(uuid.uuid4())
+                tags = json.dumps({"dagster/partition": site.name})
+                submit = [sys.executable, "-m", "dagster", "job", "launch", "-w", str(workspace), "-j", "refresh"]
+                _time([*submit, "--tags", tags, "--run-id", run_id], run_env, None)
+                line, phases = _queued_run(run_env["DAGSTER_HOME"], run_id)
+                print(f"{site.name:<10} {'quiet run, daemon' + tag:<36} {line}  {os.getloadavg()[0]:.1f}", flush=True)
+                print(f"{'':<10} {'':<36} {phases}", flush=True)
 
 
 @contextmanager
-def _daemon(env: dict[str, str]) -> Iterator[None]:
-    """A `dagster-daemon` on the home's workspace, until it heartbeats; stopped with its
-    code server (its process group) after the block."""
+def _daemon(env: dict[str, str]) -> Iterator[Path]:
+    """A `dagster-daemon` on a workspace of the home's (given), from its first heartbeat;
+    stopped with its code server (its process group) after the block."""
     from freshness_pipeline.defs.coordinator import daemon_running
 
     home = Path(env["DAGSTER_HOME"])
@@ -200,7 +205,7 @@ def _daemon(env: dict[str, str]) -> Iterator[None]:
                 if time.monotonic() > deadline or proc.poll() is not None:
                     raise RuntimeError(f"dagster-daemon did not start: {(home / 'daemon.log').read_text()[-2000:]}")
                 time.sleep(0.5)
-        yield
+        yield workspace
     finally:
         with suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
@@ -208,24 +213,35 @@ def _daemon(env: dict[str, str]) -> Iterator[None]:
         log.close()
 
 
-def _queued_phases(home: str, stdout: str) -> str:
-    """Where a queued run's time went, from its events: queued until the daemon dequeued
-    it, from then until it started (the run worker's start), the run."""
-    run_id = [json.loads(line)["run_id"] for line in stdout.splitlines() if line.startswith("{")][-1]
+def _queued_run(home: str, run_id: str) -> tuple[str, str]:
+    """A queued run's line (wall from its submission to its end, work, over, ratio) once it
+    ended, and its phases from its events: queued until the daemon dequeued it, from then
+    until it started (the run worker's start), the run."""
+    from freshness_pipeline.defs.run_summary import summarize
+
     with _instance(home) as instance:
+        deadline = time.monotonic() + 600
+        while (run := instance.get_run_by_id(run_id)) is None or not run.is_finished:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"run {run_id} did not end in 600 s")
+            time.sleep(0.2)
         first: dict[str, float] = {}
         for record in instance.get_records_for_run(run_id).records:
             event = record.event_log_entry
             if event.dagster_event is not None:
                 first.setdefault(event.dagster_event.event_type_value, event.timestamp)
         record = instance.get_run_record_by_id(run_id)
-    if record is None or record.end_time is None or not {"PIPELINE_ENQUEUED", "PIPELINE_STARTING"} <= set(first):
-        return "phases: the run was not queued"
-    return (
+        work = float(summarize(instance, run_id).get("seconds") or 0.0)
+    if record is None or record.end_time is None or run.status.value != DAGSTER_SUCCESS:
+        raise RuntimeError(f"run {run_id} ended {run.status}: see {home}/daemon.log")
+    wall = record.end_time - first["PIPELINE_ENQUEUED"]
+    line = f"{wall:>7.2f} {work:>7.2f} {wall - work:>7.2f} {wall / work:>6.2f} {'':>6}"
+    phases = (
         f"phases s: queued {first['PIPELINE_STARTING'] - first['PIPELINE_ENQUEUED']:.2f}, "
         f"to its start {first['PIPELINE_START'] - first['PIPELINE_STARTING']:.2f}, "
         f"run {record.end_time - first['PIPELINE_START']:.2f}"
     )
+    return line, phases
 
 
 # The older code's `freshness` script: its entry point where it has one, else `main`.

@@ -1,7 +1,12 @@
 """The executor the code location runs its jobs with, chosen by `FRESHNESS_EXECUTOR`.
 
-- `default`: Dagster's default (multiprocess; `execution: {config: {in_process: {}}}` in the
-  run config keeps every step in the run worker, as `freshness run` does).
+- `in_process` (unset: the default): Dagster's `in_process_executor`, every step of a run
+  inside its run worker. A refresh is a chain of five steps, each waiting for the one
+  before; a process per step would import Dagster and load the code location five times
+  more (7.5-8 s of a quiet 150-page sensor run against 0.9 s, docs/benchmarks.md). The
+  `embeddings` pool holds in-process too.
+- `multiprocess`: Dagster's default executor (a process per step; `execution: {config:
+  {in_process: {}}}` in a run's config keeps that run in one process).
 - `celery`: `dagster_celery.celery_executor`. Each step is a Celery task; `vector_index`
   carries the op tag `dagster-celery/queue: embeddings`, so only the workers started on that
   queue embed (size that pool to the provider's rate limit).
@@ -38,7 +43,7 @@ DEFAULT_BROKER = "redis://127.0.0.1:6379/0"
 DEFAULT_VISIBILITY_S = 3600  # Celery's own default for Redis
 CELERY_QUEUE_TAG = "dagster-celery/queue"
 EMBEDDINGS_QUEUE = "embeddings"
-CHOICES = ("default", "celery")
+CHOICES = ("in_process", "multiprocess", "celery")
 REDIS_SCHEMES = ("redis", "rediss")
 AMQP_SCHEMES = ("amqp", "amqps", "pyamqp")
 # dagster-celery's own transport options: `config_source` replaces the key, so keep them.
@@ -58,7 +63,7 @@ class CelerySettings:
 
 
 def executor_name() -> str:
-    name = os.environ.get(EXECUTOR_ENV, "default")
+    name = os.environ.get(EXECUTOR_ENV) or "in_process"
     if name not in CHOICES:
         raise ValueError(f"${EXECUTOR_ENV}={name!r}: expected one of {', '.join(CHOICES)}")
     return name
@@ -115,7 +120,10 @@ def celery_settings() -> CelerySettings:
 
 def refresh_executor() -> dg.ExecutorDefinition | None:
     """None: Dagster's default executor."""
-    if executor_name() == "default":
+    name = executor_name()
+    if name == "in_process":
+        return dg.in_process_executor
+    if name == "multiprocess":
         return None
     require_extra("celery", f"${EXECUTOR_ENV}=celery")
     from dagster_celery import celery_executor

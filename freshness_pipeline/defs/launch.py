@@ -40,7 +40,6 @@ from typing import IO, Any
 import yaml
 
 LAUNCH_ENV = "FRESHNESS_LAUNCH"  # "in-process": execute_in_process, no code location origin
-EXECUTOR_ENV = "FRESHNESS_EXECUTOR"  # executors.py's setting, read here without importing Dagster
 LOCATION = "freshness_pipeline"
 JOB = "refresh"
 PARTITION_TAG = "dagster/partition"
@@ -66,12 +65,8 @@ def in_process_runs(flag: bool | None = None) -> bool:
 
 
 def run_config(log_level: str) -> dict[str, Any]:
-    """The console's level; under the default executor, every step inside the run worker
-    (no process per step)."""
-    config: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": log_level}}}}
-    if os.environ.get(EXECUTOR_ENV, "default") == "default":
-        config["execution"] = {"config": {"in_process": {}}}
-    return config
+    """The console's level (the executor is the location's: `executors.py`)."""
+    return {"loggers": {"console": {"config": {"log_level": log_level}}}}
 
 
 @dataclass(slots=True)

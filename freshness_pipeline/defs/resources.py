@@ -25,7 +25,7 @@ class FreshnessResource(dg.ConfigurableResource):
     an edited file takes effect on the next run without a reload.
 
     The state store is opened once per process that executes steps (once per run with the
-    in-process executor; once per step process with the multiprocess or Celery one) and
+    in-process executor, the default; once per step process with the multiprocess or Celery one) and
     closed when the execution ends. Opening it checks the schema; the first stage migrates."""
 
     sources_file: str | None = None

@@ -1,17 +1,21 @@
-"""`FRESHNESS_EXECUTOR` picks the executor of the code location: Dagster's default, or the
-dagster-celery executor with the broker from the environment; nonsense is refused by name."""
+"""`FRESHNESS_EXECUTOR` picks the executor of the code location: in-process (the default),
+Dagster's default (multiprocess), or the dagster-celery executor with the broker from the
+environment; nonsense is refused by name."""
 
 from __future__ import annotations
 
+import dagster as dg
 import pytest
 
 from freshness_pipeline.defs.assets import vector_index
 from freshness_pipeline.defs.executors import CELERY_QUEUE_TAG, EMBEDDINGS_QUEUE, celery_settings, refresh_executor
 
 
-def test_default_and_celery(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_in_process_by_default_multiprocess_and_celery(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("FRESHNESS_EXECUTOR", raising=False)
-    assert refresh_executor() is None
+    assert refresh_executor() is dg.in_process_executor
+    monkeypatch.setenv("FRESHNESS_EXECUTOR", "multiprocess")
+    assert refresh_executor() is None  # Dagster's default
     monkeypatch.setenv("FRESHNESS_EXECUTOR", "celery")
     monkeypatch.setenv("FRESHNESS_CELERY_BROKER", "pyamqp://guest:guest@127.0.0.1:5672//")
     celery = refresh_executor()
@@ -21,7 +25,9 @@ def test_default_and_celery(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_an_unknown_executor_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FRESHNESS_EXECUTOR", "spark")
-    with pytest.raises(ValueError, match=r"\$FRESHNESS_EXECUTOR='spark': expected one of default, celery"):
+    with pytest.raises(
+        ValueError, match=r"\$FRESHNESS_EXECUTOR='spark': expected one of in_process, multiprocess, celery"
+    ):
         refresh_executor()
 
 

@@ -15,7 +15,6 @@ from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.defs.harness import SOURCE, materialized, refresh
 from freshness_pipeline_tests.sitegen import generate
 
-IN_PROCESS = {"execution": {"config": {"in_process": {}}}}
 RERUN = (
     f"run the whole refresh of the source instead (the refresh job for partition '{SOURCE}', "
     f"or `freshness run --source {SOURCE}`), not one of its assets"
@@ -34,9 +33,7 @@ def reexecute(instance: dg.DagsterInstance, parent: str, step: str) -> tuple[boo
     run = instance.get_run_by_id(parent)
     assert run is not None
     tags = {k: v for k, v in run.tags.items() if not k.startswith("dagster/") or k == "dagster/partition"}
-    with dg.execute_job(
-        job, instance=instance, run_config=IN_PROCESS, tags=tags, reexecution_options=options
-    ) as result:
+    with dg.execute_job(job, instance=instance, tags=tags, reexecution_options=options) as result:
         failures = [e.step_failure_data.error.message.strip() for e in result.get_step_failure_events()]
         done = {
             e.asset_key.to_user_string(): e.materialization.metadata for e in result.get_asset_materialization_events()

@@ -108,6 +108,8 @@ def test_with_a_daemon_the_run_goes_through_the_queue(launched: Path, tmp_path: 
             # (`worker_fork.py`): the worker's parent is the copy, the code server's child.
             worker, copy, server, daemon_pid = ancestry[outcome["run_id"]]
             assert daemon_pid == daemon.pid and worker != copy != server, ancestry
+            # Every step ran in the run worker (the in-process executor): no step process.
+            assert list(_run_pids(instance, outcome["run_id"])) == [worker]
             assert b"api\0grpc" in Path(f"/proc/{server}/cmdline").read_bytes()
     finally:
         daemon.terminate()
