@@ -207,9 +207,11 @@ def _daemon(env: dict[str, str]) -> Iterator[Path]:
                 time.sleep(0.5)
         yield workspace
     finally:
-        with suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        for stop in (signal.SIGTERM, signal.SIGKILL):  # SIGTERM: the code server's copy tidies up
+            with suppress(ProcessLookupError):
+                os.killpg(proc.pid, stop)
+            with suppress(subprocess.TimeoutExpired):
+                proc.wait(10)
         log.close()
 
 
