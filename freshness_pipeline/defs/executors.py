@@ -3,7 +3,7 @@
 - `in_process` (unset: the default): Dagster's `in_process_executor`, every step of a run
   inside its run worker. A refresh is a chain of five steps, each waiting for the one
   before; a process per step would import Dagster and load the code location five times
-  more (7.5-8 s of a quiet 150-page sensor run against 0.9 s, docs/benchmarks.md). The
+  more (7.3-7.7 s of a quiet 150-page sensor run against 0.8-0.9 s, docs/benchmarks.md). The
   `embeddings` pool holds in-process too.
 - `multiprocess`: Dagster's default executor (a process per step; `execution: {config:
   {in_process: {}}}` in a run's config keeps that run in one process).
