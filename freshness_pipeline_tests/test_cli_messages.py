@@ -25,6 +25,7 @@ from freshness_pipeline.config import CheckPolicy
 from freshness_pipeline.demo.run import WORKSPACE, ui_command
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.pipeline.driver import Freshness
+from freshness_pipeline_tests.processes import children, cmdline, parent_pid
 from freshness_pipeline_tests.sitegen import generate
 from freshness_pipeline_tests.test_cli import cli, write_sources
 
@@ -310,30 +311,11 @@ def _assert_workers_forked_from_the_code_server(command: int) -> None:
 
     with dg.DagsterInstance.get() as instance:
         workers = [pid for r in instance.get_run_records() for pid in _run_pids(instance, r.dagster_run.run_id)]
-    servers = [pid for pid in _children(command) if b"freshness_pipeline.defs.gated" in _cmdline(pid)]
+    servers = [pid for pid in children(command) if b"freshness_pipeline.defs.gated" in cmdline(pid)]
     assert len(workers) == 2 and len(servers) == 1, (workers, servers)
     for worker in workers:
-        copy = _parent(worker)
-        assert copy != servers[0] and _parent(copy) == servers[0], (worker, copy, servers)
-
-
-def _parent(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-
-
-def _cmdline(pid: int) -> bytes:
-    return Path(f"/proc/{pid}/cmdline").read_bytes()
-
-
-def _children(pid: int) -> list[int]:
-    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _parent_or_none(int(p.name)) == pid]
-
-
-def _parent_or_none(pid: int) -> int | None:
-    try:
-        return _parent(pid)
-    except (FileNotFoundError, ProcessLookupError):
-        return None
+        copy = parent_pid(worker)
+        assert copy != servers[0] and parent_pid(copy) == servers[0], (worker, copy, servers)
 
 
 def _sigint_as_in_a_terminal() -> None:

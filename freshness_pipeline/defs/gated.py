@@ -4,10 +4,10 @@ worker it spawns fresh.
 `python -m freshness_pipeline.defs.gated <dagster's arguments>` (`launch.py`: `api grpc
 ...`) imports Dagster, Dagster's storage modules (through an in-memory instance,
 `DagsterInstance.ephemeral`) and the code location, whose import ends by forking the
-preloaded copy its run workers are forked from (`worker_fork.py`, on the socket
-`launch.py` names), then waits for the caller's go on stdin and runs `python -m dagster`
-with the arguments. Nothing before the go opens the home's instance, which the caller
-makes alone (two processes making a fresh home's storage at once leave it broken).
+preloaded copy its run workers are forked from (`worker_fork.py`), then waits for the
+caller's go on stdin and runs `python -m dagster` with the arguments. Nothing before the
+go opens the home's instance, which the caller makes alone (two processes making a fresh
+home's storage at once leave it broken).
 
 Where no run worker can be forked, Dagster's code server starts the run in a fresh
 interpreter (multiprocessing's spawn), and spawn starts by importing the parent's main

@@ -51,7 +51,6 @@ SERVER_READY_S = 300.0  # the code server's load, on a busy host
 # after it started, once its runs ended: a backstop for a command killed before it stopped it.
 SERVER_HEARTBEAT_S = 900
 GO = "go"
-WORKER_FORK_ENV = "FRESHNESS_WORKER_FORK"  # where the code server forks its run workers (worker_fork.py)
 
 
 class LaunchError(RuntimeError):
@@ -234,8 +233,7 @@ def _start_server(folder: Path, output: tuple[IO[str], IO[str] | int]) -> CodeSe
     # warns that they leaked, on the server's stderr: the terminal, with --verbose.
     quiet = "ignore::UserWarning:multiprocessing.resource_tracker"
     warnings = ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"), quiet]))
-    env = {**os.environ, "PYTHONWARNINGS": warnings, WORKER_FORK_ENV: str(folder / "fork.sock")}
-    return CodeServer(sock, _popen("dagster api grpc", cmd, where, env), log)
+    return CodeServer(sock, _popen("dagster api grpc", cmd, where, {**os.environ, "PYTHONWARNINGS": warnings}), log)
 
 
 def _go(proc: subprocess.Popen[bytes]) -> None:

@@ -18,13 +18,13 @@ Everything else of the run (its events, its pid in them, a Ctrl-C, the code serv
 watch) is as with spawn. Where a fork cannot be made (no `os.fork`, a thread already
 running), or the preloaded copy is gone, spawn starts a fresh Python as before.
 
-A code server is `dagster api grpc`: the one `freshness run` starts (`gated.py`, which names
-the socket) and those that the daemon, the webserver and `dagster dev` start for the
-workspace, which live for hours. A run worker runs the code its code server loaded, as
-the sensors and the UI's snapshots do: a changed package or location takes effect when
-the location is reloaded (a new code server), as Dagster asks anyway. The preloaded copy
-ends when the code server does (the pipe it holds closes), removing its socket's folder if
-it made it. Unix only; Linux lists a process's descriptors in /proc, macOS in /dev/fd.
+A code server is `dagster api grpc`: the one `freshness run` starts (`gated.py`) and those
+that the daemon, the webserver and `dagster dev` start for the workspace, which live for
+hours. A run worker runs the code its code server loaded, as the sensors and the UI's
+snapshots do: a changed package or location takes effect when the location is reloaded
+(a new code server), as Dagster asks anyway. The preloaded copy ends when the code server
+does (the pipe it holds closes), removing its socket's folder. Unix only; Linux lists a
+process's descriptors in /proc, macOS in /dev/fd.
 """
 
 from __future__ import annotations
@@ -49,7 +49,6 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, NamedTuple
 
-from .launch import WORKER_FORK_ENV
 from .worker_spawn import open_fds, spawn_arguments
 
 MAX_REQUEST = 1 << 20
@@ -72,14 +71,11 @@ class Request(NamedTuple):
 def start_in_code_server() -> bool:
     """In a code server (its arguments are Dagster's `api grpc`, and its interpreter was not
     started by spawn, which gives a run worker spawned fresh its server's arguments):
-    `start` on the socket `gated.py`'s caller named, else in a new temporary folder.
-    Whether a copy was forked. Once per process tree: a worker forked from the copy knows
-    it was (`_forking`), and has the code location loaded already."""
+    `start` in a new temporary folder, which the copy removes. Whether a copy was forked.
+    Once per process tree: a worker forked from the copy knows it was (`_forking`), and has
+    the code location loaded already."""
     if _forking or sys.argv[1:3] != CODE_SERVER or SPAWNED in sys.orig_argv:
         return False
-    named = os.environ.pop(WORKER_FORK_ENV, None)  # not for the run workers' environment
-    if named:
-        return start(Path(named))
     folder = Path(tempfile.mkdtemp(prefix="freshness-fork-"))
     if start(folder / "fork.sock", remove=folder):
         return True

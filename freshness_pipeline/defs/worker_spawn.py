@@ -1,5 +1,5 @@
-"""What multiprocessing's spawn runs, in a launched refresh's code server, in place of a
-fresh Python for a run worker: `worker_fork.py` points spawn here (`multiprocessing.set_executable`).
+"""What multiprocessing's spawn runs, in a code server, in place of a fresh Python for a run
+worker: `worker_fork.py` points spawn here (`multiprocessing.set_executable`).
 
 `python -I -S worker_spawn.py SOCKET PYTHON <spawn's arguments>` hands this process's open
 file descriptors (its stdio, the pipe the run's pickled arguments come through, the

@@ -46,8 +46,3 @@ def materialized(result: dg.ExecuteInProcessResult) -> set[str]:
 def alive_pids(instance: dg.DagsterInstance, run_id: str) -> list[int]:
     """The processes the run's events name that still run on this host."""
     return sorted(pid for pid, seen in _run_pids(instance, run_id).items() if _alive(pid, seen))
-
-
-def parent_pid(pid: int) -> int:
-    """The parent of a running process, from /proc (Linux; psutil is not a dependency)."""
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])

@@ -28,7 +28,8 @@ from freshness_pipeline.defs.liveness import _run_pids
 from freshness_pipeline.defs.runner import LAUNCH_ENV, run_refresh, run_refreshes, summarize
 from freshness_pipeline.defs.tags import run_tags
 from freshness_pipeline.demo.server import DocsSite
-from freshness_pipeline_tests.defs.harness import SOURCE, alive_pids, parent_pid
+from freshness_pipeline_tests.defs.harness import SOURCE, alive_pids
+from freshness_pipeline_tests.processes import parent_pid
 from freshness_pipeline_tests.sitegen import generate
 
 JOB_PAGE = dg.RunsFilter(job_name="refresh", tags={".dagster/repository": "__repository__@freshness_pipeline"})
