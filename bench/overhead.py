@@ -12,6 +12,11 @@ Each run's line shows its wall time beside its own work (`seconds` of `freshness
 --json`: discovery, fetch, sections, plan, index), the overhead (wall - work) and the ratio,
 then where the wall went by the run's record in the instance (`_phases`).
 
+`--commands floor`: Dagster alone, a job of the refresh job's shape whose steps do nothing
+(`bench/dagster_floor.py`), run in a fresh process as the quiet in-process runs are run and
+alternating with them: its wall is what Dagster costs such a run on this host, and a quiet
+in-process run's overhead beyond it is this project's own.
+
 `--baseline DIR` runs every command a second time, alternating, with the package
 `freshness_pipeline` imported from DIR (e.g. `git archive <commit> freshness_pipeline | tar
 -x -C DIR`): a before/after in the same minutes, so that the host's load is shared.
@@ -51,6 +56,7 @@ import yaml
 from .site import SiteSpec, serve
 
 QUERY = "how to configure the request timeout"
+FLOOR = "floor"  # the command of `--commands floor`: bench/dagster_floor.py
 DAGSTER_SUCCESS = "SUCCESS"  # a finished run's status
 PR_SET_CHILD_SUBREAPER = 36  # prctl(2)
 
@@ -98,7 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pairs", type=int, default=2, help="quiet launched/in-process pairs per site")
     p.add_argument("--sites", default="demo,generated", help="comma-separated: demo, generated")
     p.add_argument("--embedder", default="hashing", choices=("hashing", "local"))
-    p.add_argument("--commands", default="run,status,search", help="comma-separated: run, status, search, daemon")
+    p.add_argument(
+        "--commands", default="run,floor,status,search", help="comma-separated: run, floor, status, search, daemon"
+    )
     p.add_argument("--profile", type=Path, help="record every command with py-spy into this folder")
     p.add_argument("--baseline", type=Path, help="also run each command with freshness_pipeline from this folder")
     args = p.parse_args(argv)
@@ -114,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
             base = _home(Path(tmp) / "baseline", site, args.embedder) if args.baseline else {}
             # The in-process first runs too: each first run needs a home nothing indexed yet.
             fresh = {tag: _home(Path(tmp) / f"first{tag.strip(' []')}", site, args.embedder) for tag in _TAGS}
+            fresh[FLOOR] = _home(Path(tmp) / FLOOR, site, args.embedder)
             _bench_site(site, env, base, fresh, args)
     print(f"uptime: {_uptime()}", flush=True)
     return 0
@@ -127,33 +136,48 @@ def _bench_site(
 ) -> None:
     commands = args.commands.split(",")
     cases: list[tuple[str, list[str], dict[str, str]]] = []
-    for _ in range(args.pairs if "run" in commands else 0):
-        cases.append(("quiet run, launched", ["run", "--json"], {}))
-        cases.append(("quiet run, in-process", ["run", "--json"], {"FRESHNESS_LAUNCH": "in-process"}))
+    floor = ("Dagster alone, in-process", [FLOOR], fresh[FLOOR])
+    for _ in range(args.pairs if {"run", FLOOR} & set(commands) else 0):
+        if "run" in commands:
+            cases.append(("quiet run, launched", ["run", "--json"], {}))
+            cases.append(("quiet run, in-process", ["run", "--json"], {"FRESHNESS_LAUNCH": "in-process"}))
+        cases += [floor] if FLOOR in commands else []
     cases += [("status", ["status"], {})] if "status" in commands else []
     cases += [("search (cold)", ["search", QUERY], {})] if "search" in commands else []
     variants: list[tuple[str, dict[str, str]]] = [(_TAGS[0], {})]
     if args.baseline:
         variants.append((_TAGS[1], base | {"PYTHONPATH": str(args.baseline.resolve())}))
-    cases = [(label + tag, cmd, extra | more) for label, cmd, extra in cases for tag, more in variants]
+    # The floor imports nothing of this project: no baseline of it.
+    cases = [
+        (label + tag, cmd, extra | more)
+        for label, cmd, extra in cases
+        for tag, more in (variants if cmd != [FLOOR] else variants[:1])
+    ]
     first = [("first run (launched)" + tag, ["run", "--json"], more) for tag, more in variants]
     if "run" in commands:  # (the launched first runs stay: they index what the other commands read)
         first += [
             ("first run (in-process)" + tag, ["run", "--json"], more | fresh[tag] | {"FRESHNESS_LAUNCH": "in-process"})
             for tag, more in variants
         ]
+    first += [("Dagster alone, first run, in-process", [FLOOR], fresh[FLOOR])] if FLOOR in commands else []
     cases = first + cases
     for i, (label, cmd, extra) in enumerate(cases):
         slug = "".join(c if c.isalnum() else "-" for c in label).strip("-")
         out = args.profile / f"{site.name}-{i:02d}-{slug}.txt" if args.profile else None
         started = time.time()
-        script = _OLDER_SCRIPT if "PYTHONPATH" in extra else _freshness()
-        wall, cpu, stdout = _time([*script, *cmd], {**env, **extra}, out)
-        work = _work(stdout) if cmd[0] == "run" else None
-        over = f"{wall - work:>7.2f} {wall / work:>6.2f}" if work else f"{'':>7} {'':>6}"
+        if cmd == [FLOOR]:
+            full = [sys.executable, str(Path(__file__).with_name("dagster_floor.py"))]
+        else:
+            full = [*(_OLDER_SCRIPT if "PYTHONPATH" in extra else _freshness()), *cmd]
+        wall, cpu, stdout = _time(full, {**env, **extra}, out)
+        work = _work(stdout) if cmd[0] in ("run", FLOOR) else None
+        if work:
+            over = f"{wall - work:>7.2f} {wall / work:>6.2f}"
+        else:  # the floor has no work: all of its wall is overhead
+            over = f"{wall:>7.2f} {'':>6}" if work == 0.0 else f"{'':>7} {'':>6}"
         line = f"{site.name:<10} {label:<36} {wall:>7.2f} {work or 0.0:>7.2f} {over} {cpu:>6.2f}"
         print(f"{line}  {os.getloadavg()[0]:.1f}", flush=True)
-        if cmd[0] == "run":
+        if cmd[0] in ("run", FLOOR):
             home = {**env, **extra}["DAGSTER_HOME"]
             print(f"{'':<10} {'':<36} {_phases(home, stdout, started, started + wall)}", flush=True)
         if out is not None:
