@@ -6,7 +6,8 @@ Same shape: five assets on a dynamic `sources` partition, chained through Dagste
 filesystem IO manager, with the refresh's seven asset checks, its six log lines, one
 resource, the `embeddings` pool and the in-process executor; the command adds the
 partition if it is missing, runs the job on the home's instance and reads the run's
-events back. It imports nothing of freshness_pipeline, so its wall is what Dagster alone
+events back. Of freshness_pipeline it imports only the run coordinator that the home's
+`dagster.yaml` names (`defs/coordinator.py`), so its wall is what Dagster alone
 costs a quiet in-process refresh on this host: its import, the instance, the run's events
 and its step machinery. A quiet in-process `freshness run` beyond it is this project's own.
 """

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
+from freshness_pipeline.defs.instance import write_instance_config
+
 PG_ADMIN_URL = os.environ.get("FRESHNESS_TEST_PG", "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres")
 
 
@@ -52,11 +54,12 @@ def any_state_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 @pytest.fixture
 def dagster_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """An isolated $DAGSTER_HOME, on tmpfs when the machine has one: Dagster's SQLite event
-    log commits every event, and on disk those fsyncs are most of a small run's time."""
+    log commits every event, and on disk those fsyncs are most of a small run's time. Its
+    `dagster.yaml` is the one `freshness` writes into a user's home (`defs/instance.py`)."""
     shm = Path("/dev/shm")
     with tempfile.TemporaryDirectory(prefix="freshness-test-", dir=shm if os.access(shm, os.W_OK) else None) as d:
         home = Path(d)
-        (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+        write_instance_config(home)
         monkeypatch.setenv("DAGSTER_HOME", str(home))
         # Runs execute in the test process (a code-location launch costs ~15 s of process
         # starts); freshness_pipeline_tests/defs/test_runner.py tests the launch itself.
