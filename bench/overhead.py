@@ -147,7 +147,7 @@ def _bench_site(
     variants: list[tuple[str, dict[str, str]]] = [(_TAGS[0], {})]
     if args.baseline:
         variants.append((_TAGS[1], base | {"PYTHONPATH": str(args.baseline.resolve())}))
-    # The floor imports nothing of this project: no baseline of it.
+    # The floor runs none of the pipeline's code (only the run coordinator its dagster.yaml names): no baseline of it.
     cases = [
         (label + tag, cmd, extra | more)
         for label, cmd, extra in cases

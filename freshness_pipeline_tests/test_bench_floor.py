@@ -31,7 +31,7 @@ sys.exit(code)
 """
 
 
-def test_the_floor_writes_a_quiet_refreshs_events_without_this_project(
+def test_the_floor_writes_a_quiet_refreshs_events_and_loads_only_the_coordinator(
     dagster_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with SiteServer(html_pages(generate(4, seed=5))) as server:
@@ -42,7 +42,7 @@ def test_the_floor_writes_a_quiet_refreshs_events_without_this_project(
     refresh_events = len(dg.DagsterInstance.get().all_logs(quiet["run_id"]))
 
     home = tmp_path / "floor-home"
-    write_instance_config(home)  # as the bench makes its homes, and the refresh's home has
+    write_instance_config(home)  # as the bench makes its homes; the refresh's home has it too
     out = subprocess.run(
         [sys.executable, "-c", PROBE, str(FLOOR)],
         env={"DAGSTER_HOME": str(home), "PATH": "/usr/bin:/bin"},
