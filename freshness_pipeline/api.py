@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from .adapters.memory import no_collections_at_exit
 from .config import ConfigError, Settings, load_settings, sources_path
 from .core.alerts import alert_reasons
 from .core.run_counts import PAGES, counts_text, run_line
@@ -45,6 +46,7 @@ __all__ = [
     "alert_reasons",
     "counts_text",
     "history_rows",
+    "no_collections_at_exit",
     "open_index",
     "reported_errors",
     "run_line",
@@ -138,35 +140,41 @@ class Index:
         tier: Tier | None = None,
         allow_spike: bool = False,
         verbose: bool = False,
+        submit: str | None = None,
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         """Refresh several sources (default: every one), yielding (source, what `refresh`
-        returns) as each run ends. Launched runs are all launched first, then waited for,
-        so their steps run side by side; their code server starts before Dagster is imported."""
+        returns) as each run ends: one run of the `refresh` job after the other, each in this
+        process and recorded in the instance (`defs/runner.py`). A Ctrl-C raises
+        `defs.runner.Interrupted`, which says whether the run's commit had landed.
+        `submit`: a deployment's webserver URL (default `$FRESHNESS_DAGSTER_URL`): the runs
+        are submitted to it and waited for (`defs/remote.py`)."""
         names = [self.settings.source(s).name for s in sources] if sources else self.source_names
         with _environment(self.home, self.sources_file):
-            from contextlib import nullcontext
+            from .adapters.memory import collections_paused
+            from .defs.tags import ALLOW_SPIKE_TAG
 
-            from .defs.launch import in_process_runs, launchers
-            from .defs.tags import ALLOW_SPIKE_TAG, run_tags
+            url = submit or os.environ.get("FRESHNESS_DAGSTER_URL")
+            if url:
+                from .defs.remote import submit_refreshes
+
+                yield from submit_refreshes(
+                    url, names, tier=tier, tags={ALLOW_SPIKE_TAG: "true"} if allow_spike else None
+                )
+                return
+
+            with collections_paused():  # Dagster's import and the state store's (`memory.py`)
+                from .defs.instance import write_instance_config
+                from .defs.runner import run_refreshes
+                from .pipeline.attempts import record_attempt
+                from .pipeline.maintenance import require_writable_home
 
             tags = {ALLOW_SPIKE_TAG: "true"} if allow_spike else None
             level = "INFO" if verbose else "CRITICAL"
-            # The code server starts first: it waits for its go before it touches the home.
-            started = nullcontext(None) if in_process_runs() else launchers(names, run_tags(tier, tags), level)
-            with started as gated:
-                from .adapters.memory import collections_paused
-
-                with collections_paused():  # Dagster's import and the state store's (`memory.py`)
-                    from .defs.instance import write_instance_config
-                    from .defs.runner import run_refreshes
-                    from .pipeline.attempts import record_attempt
-                    from .pipeline.maintenance import require_writable_home
-
-                require_writable_home(self.home)  # one clear line before Dagster writes its storage there
-                write_instance_config(self.home)  # the queue, pools and monitoring of docs/dagster.md
-                for name, outcome in run_refreshes(names, tier=tier, tags=tags, log_level=level, prestarted=gated):
-                    record_attempt(self.settings, name, outcome)
-                    yield name, outcome
+            require_writable_home(self.home)  # one clear line before Dagster writes its storage there
+            write_instance_config(self.home)  # the queue, pools and monitoring of docs/dagster.md
+            for name, outcome in run_refreshes(names, tier=tier, tags=tags, log_level=level):
+                record_attempt(self.settings, name, outcome)
+                yield name, outcome
 
     def deliver(self) -> list[Delivery]:
         """Send waiting change events to the configured webhooks, one `Delivery` each."""

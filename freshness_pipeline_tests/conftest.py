@@ -61,7 +61,4 @@ def dagster_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         home = Path(d)
         write_instance_config(home)
         monkeypatch.setenv("DAGSTER_HOME", str(home))
-        # Runs execute in the test process (a code-location launch costs ~15 s of process
-        # starts); freshness_pipeline_tests/defs/test_runner.py tests the launch itself.
-        monkeypatch.setenv("FRESHNESS_LAUNCH", "in-process")
         yield home

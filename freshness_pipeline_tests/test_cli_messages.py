@@ -136,8 +136,6 @@ def _free_port() -> int:
 def test_the_printed_ui_command_works_from_another_folder(
     tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The demo's runs execute in this process: what is under test is the printed command.
-    monkeypatch.setenv("FRESHNESS_LAUNCH", "in-process")
     home = tmp_path / "demo_home"
     assert main(["demo", "--home", str(home), "--embedder", "hashing"]) == 0
     printed = capsys.readouterr().out.splitlines()

@@ -1,5 +1,6 @@
-"""A process's memory: the heap a finished stage freed goes back to the operating system,
-and the cyclic garbage collector keeps out of the imports.
+"""A process's memory and start-up, in one place: the heap a finished stage freed goes back
+to the operating system, and the cyclic garbage collector keeps out of the imports and of
+the exit.
 
 Every step of a run executes in one process by default (Dagster's in-process executor), and
 glibc keeps what a stage freed: a large crawl leaves hundreds of MiB of free heap, spread
@@ -10,11 +11,13 @@ top of it. `malloc_trim` returns the free pages. There is no library for this on
 Every process that runs Dagster imports several hundred thousand objects (Dagster, SQLAlchemy,
 the code location) that live as long as it does; the collections their allocations trigger
 walk them again and again, 0.1-0.25 s of each process's start (`bench/overhead.py`).
-`collections_paused` keeps the collector out of such a stretch.
+`collections_paused` keeps the collector out of such a stretch, and `no_collections_at_exit`
+out of Python's final collections, which walk them all again (`make bench-overhead`).
 """
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import gc
 import sys
@@ -54,3 +57,10 @@ def collections_paused() -> Iterator[None]:
             gc.freeze()
         if enabled:
             gc.enable()
+
+
+def no_collections_at_exit() -> None:
+    """Exit without Python's final garbage collections: every object still tracked is frozen
+    out of them (`gc.freeze`) when the process exits. Exit handlers still run, modules and
+    objects are still freed; only objects caught in reference cycles are left to the OS."""
+    atexit.register(gc.freeze)

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import gc
 import io
 import os
 import signal
@@ -23,22 +22,19 @@ __all__ = ["alert_lines", "app", "entry", "main", "run_lines"]
 
 def entry() -> NoReturn:
     """The `freshness` script: `main`, then Python's exit without its final garbage
-    collections. Those walk every object of the modules a command imported (Dagster's are
-    most of them) several times: 0.4-0.5 s of every command on this project's 2-core host,
-    paid by each sensor tick, schedule and script (`bench/overhead.py`). Everything else of
-    the exit happens as usual: threads are waited for, exit handlers run, modules and
-    objects are freed; only objects caught in reference cycles are left to the OS."""
+    collections (`adapters/memory.py`), which walk every object of the modules a command
+    imported (Dagster's are most of them)."""
+    api.no_collections_at_exit()
     try:
         code = main()
-    except KeyboardInterrupt:
-        # One line, not a traceback. Python still ends the process by SIGINT once it has
-        # cleaned up, as for any KeyboardInterrupt left unhandled, so a shell or a script
-        # sees an interrupted command (exit status 130 in a shell), not a failed one.
-        print("freshness: interrupted", file=sys.stderr, flush=True)
+    except KeyboardInterrupt as stop:
+        # One line, not a traceback (with what was committed, when a run was stopped). Python
+        # still ends the process by SIGINT once it has cleaned up, as for any KeyboardInterrupt
+        # left unhandled, so a shell or a script sees an interrupted command (exit status 130
+        # in a shell), not a failed one.
+        print(f"freshness: interrupted{f': {stop}' if str(stop) else ''}", file=sys.stderr, flush=True)
         sys.excepthook = _silent
         raise
-    finally:
-        gc.freeze()  # every object now tracked is out of every later collection
     sys.exit(code)
 
 

@@ -26,7 +26,6 @@ with WARN or ERROR (each is printed as a `check` line, and the counts are in --j
 1 when a run failed or a blocking check (change_spike) stopped it before indexing."""
 
 PROGRESS_VALUES = ("bar", "log", "off")  # $FRESHNESS_PROGRESS (progress.py)
-LAUNCH_VALUES = ("launch", "in-process")  # $FRESHNESS_LAUNCH (defs/runner.py; unset: launch)
 
 
 class _Command(typer.core.TyperCommand):
@@ -109,10 +108,9 @@ def _index(ctx: typer.Context, sources: str | None, *, create: bool = False) -> 
 
 def _check_environment() -> None:
     """Unknown values of the variables `run` and `demo` read are errors, not ignored."""
-    for name, allowed in (("FRESHNESS_PROGRESS", PROGRESS_VALUES), ("FRESHNESS_LAUNCH", LAUNCH_VALUES)):
-        value = os.environ.get(name, "")
-        if value and value not in allowed:
-            raise api.ConfigError(f"${name} is {value!r}; allowed: {', '.join(allowed)} (or unset)")
+    value = os.environ.get("FRESHNESS_PROGRESS", "")
+    if value and value not in PROGRESS_VALUES:
+        raise api.ConfigError(f"$FRESHNESS_PROGRESS is {value!r}; allowed: {', '.join(PROGRESS_VALUES)} (or unset)")
 
 
 @app.command(cls=_Command, help="refresh one or every source through Dagster", epilog=RUN_HELP)
@@ -132,25 +130,42 @@ def run(
     verbose: Annotated[
         bool, typer.Option("-v", "--verbose", help="print Dagster's event log (the UI always has it)")
     ] = False,
+    submit: Annotated[
+        str | None,
+        typer.Option(
+            "--submit",
+            metavar="URL",
+            help="submit the runs to the Dagster deployment whose webserver is at URL and wait for them "
+            "(default $FRESHNESS_DAGSTER_URL; unset: run them here, on $DAGSTER_HOME's instance)",
+        ),
+    ] = None,
     sources: SourcesFile = None,
 ) -> int:
     from .. import progress
+    from ..defs.runner import Interrupted
 
     _check_environment()
     index = _index(ctx, sources, create=True)
     names = index.names(source)
     progress.attach()
     failed = 0
-    # Every source's run is launched, then each is waited for. The summary carries failures,
-    # checks and page errors; the full event log (tracebacks included) is in the instance,
-    # and on the console with --verbose.
-    refreshes = index.refresh_all(names, tier=tier.value if tier else None, allow_spike=allow_spike, verbose=verbose)
-    for name, outcome in refreshes:
-        if as_json:
-            print(json.dumps({"source": name, **outcome}, sort_keys=True, default=str))
-        else:
-            print("\n".join(render.run_lines(name, outcome)))
-        failed += outcome.get("status") != "success"
+    # One run per source, each printed as it ends. The summary carries failures, checks and
+    # page errors; the full event log (tracebacks included) is in the instance, and on the
+    # console with --verbose.
+    refreshes = index.refresh_all(
+        names, tier=tier.value if tier else None, allow_spike=allow_spike, verbose=verbose, submit=submit
+    )
+    try:
+        for name, outcome in refreshes:
+            if as_json:
+                print(json.dumps({"source": name, **outcome}, sort_keys=True, default=str), flush=True)
+            else:
+                print("\n".join(render.run_lines(name, outcome)), flush=True)
+            failed += outcome.get("status") != "success"
+    except Interrupted as stop:
+        if not stop.committed:
+            raise  # `entry`: "freshness: interrupted: ..." and the exit of a SIGINT
+        print(f"freshness: interrupted: {stop}", file=sys.stderr)
     return 1 if failed else 0
 
 

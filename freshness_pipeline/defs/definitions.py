@@ -11,19 +11,16 @@ environment of the process that loads the location:
   with workers on several machines, a path they all mount.
 """
 
-import atexit
-import gc
 import os
 
 import dagster as dg
 
-from ..adapters.memory import collections_paused
+from ..adapters.memory import collections_paused, no_collections_at_exit
 
-# The location's modules (the pipeline, trafilatura, httpx, the stores' clients) load
-# without cyclic collections, which would walk Dagster's objects again each time: 0.1 s of
-# every process that loads the location, each run worker's included.
+# The location's modules load without cyclic collections, and a process that loaded them
+# (a run worker, a code server, `freshness run`) exits without Python's final collections
+# (`adapters/memory.py`, measured by `make bench-overhead`).
 with collections_paused():
-    from . import worker_fork
     from .assets import refresh_assets, refresh_job
     from .attempts_sensor import failed_refresh_attempts
     from .executors import refresh_executor
@@ -31,12 +28,7 @@ with collections_paused():
     from .resources import FreshnessResource
     from .sensors import refresh_sensors
     from .source_freshness import source_freshness_sensor
-
-# A process that loaded the code location (the code server, each run worker, `dagster dev`)
-# exits without Python's final garbage collections, which walk every object of Dagster's
-# modules: 0.4-0.5 s of each run worker's exit, which a launched `freshness run` waits for.
-# The `freshness` script does the same (`cli.entry`); objects in cycles are left to the OS.
-atexit.register(gc.freeze)
+no_collections_at_exit()
 
 assets: list = [*refresh_assets, freshness_metrics]
 sensors: list = [*refresh_sensors, source_freshness_sensor, failed_refresh_attempts]
@@ -56,8 +48,3 @@ defs = dg.Definitions(
         "io_manager": dg.FilesystemIOManager(base_dir=os.environ.get("FRESHNESS_IO_DIR")),
     },
 )
-
-# In a code server (the one `freshness run` starts, and those of the daemon, the webserver
-# and `dagster dev`), the run workers are forked from a copy of it made now, with all of the
-# above loaded, instead of each importing it again in a fresh Python (`worker_fork.py`).
-worker_fork.start_in_code_server()

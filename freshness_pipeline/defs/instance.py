@@ -16,17 +16,17 @@ INSTANCE_CONFIG: dict[str, Any] = {
     # IO manager's DEBUG lines ("Writing file at ...", "Loading partition ...") were a tenth
     # of a refresh's events. Dagster's own events are kept whatever the level.
     "python_logs": {"python_log_level": "INFO"},
-    # Dagster's run queue while `dagster-daemon` dequeues it, a direct launch when none runs.
-    # The daemon looks at the queue every second (Dagster's default, 5 s, kept a queued run
-    # waiting 2.5 s on average: longer than a quiet run's work); a look is one query.
+    # Dagster's run queue, dequeued by `dagster-daemon` (which `dg dev` starts) every second
+    # (Dagster's default, 5 s, kept a queued run waiting 2.5 s on average). `freshness run`
+    # on the embedded instance executes its runs itself and does not queue.
     "run_coordinator": {
-        "module": "freshness_pipeline.defs.coordinator",
-        "class": "QueueWhenDaemonRuns",
+        "module": "dagster._core.run_coordinator",
+        "class": "QueuedRunCoordinator",
         "config": {"dequeue_interval_seconds": 1},
     },
     "concurrency": {
-        # The run queue: one run per source at a time, so a CLI run beside a sensor's run
-        # waits instead of failing with SourceBusy.
+        # The run queue: one run per source at a time (`freshness run` too waits for a
+        # source's run in flight before it starts its own).
         "runs": {
             "max_concurrent_runs": 4,
             "tag_concurrency_limits": [
@@ -36,13 +36,16 @@ INSTANCE_CONFIG: dict[str, Any] = {
         # Every pool, `embeddings` (vector_index, the provider's rate limit) included: one slot.
         "pools": {"default_limit": 1, "granularity": "op"},
     },
-    # The daemon fails runs stuck starting or canceling and frees the slots of ended runs;
-    # `defs/liveness.py` fails started runs whose process is gone.
+    # The daemon fails runs stuck starting or canceling, fails a run that outlives
+    # max_runtime_seconds (a run whose process was killed stays STARTED until then; the
+    # `dagster/max_runtime` tag sets it per run), and frees the pool slots of ended runs.
     "run_monitoring": {
         "enabled": True,
         "start_timeout_seconds": 300,
         "cancel_timeout_seconds": 300,
-        "free_slots_after_run_end_seconds": 30,
+        "max_runtime_seconds": 3600,
+        "poll_interval_seconds": 30,
+        "free_slots_after_run_end_seconds": 10,
     },
 }
 

@@ -14,7 +14,6 @@ from ..adapters.state.store import StateStore
 from ..config import Settings, load_settings, state_url
 from ..pipeline.context import SourceContext
 from ..pipeline.maintenance import migrate
-from .liveness import HOST_TAG, host_line
 
 # A step's progress lines go to Dagster's logger, so they land in the run's event log.
 progress.log_to(dg.get_dagster_logger("freshness"))
@@ -34,13 +33,6 @@ class FreshnessResource(dg.ConfigurableResource):
     openai_api_key: str | None = None
     pinecone_api_key: str | None = None
     _stores: dict[str, StateStore] = PrivateAttr(default_factory=dict)
-
-    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
-        # A run launched without the host tag (the UI, a backfill) says where it runs, so
-        # that `liveness.reap_dead_runs` can judge it once its process is gone.
-        run = context.run
-        if run is not None and HOST_TAG not in run.tags and context.log is not None:
-            context.log.info(host_line())
 
     def settings(self) -> Settings:
         return load_settings(self.sources_file)

@@ -1,34 +1,66 @@
 """What a refresh run did, read from its events (the assets' metadata, the checks, the
 failures): the summary `freshness run` prints and `attempts_sensor.py` keeps. No asset value
-is loaded, and nothing here loads the code location."""
+is loaded, and nothing here loads the code location.
+
+The events come from where the run was watched: an in-process run's result, the instance's
+event log (the failure sensor), or a deployment's GraphQL API (`remote.py`); each reader
+makes `RunFacts`, and `outcome` is the one summary of them. A run that did not succeed may
+still have committed (interrupted or failed after its commit, a run failed from outside
+while its step went on): the state store records every commit with its run id, and the
+summary says what was committed."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
+from ..config import load_settings
+from ..pipeline.attempts import committed
 from .metadata import INDEX_EXTRAS
 
 if TYPE_CHECKING:  # the type of Dagster's error records; not part of its public API
     from dagster_shared.error import SerializableErrorInfo
 
 SHOWN_ERRORS = 20
+PARTITION_TAG = "dagster/partition"
 # The error of the steps and the run that Dagster ends because a SIGINT (or SIGTERM) reached
 # the process executing them: in-process, this command's own Ctrl-C.
 INTERRUPTED = dg.DagsterExecutionInterruptedError.__name__
 
 
-def summarize(instance: dg.DagsterInstance, run_id: str) -> dict[str, Any]:
-    """What `run_refresh` returns, read from the run's events (the assets' metadata), the
-    same for both ways of running; no asset value is loaded."""
-    run = instance.get_run_by_id(run_id)
-    assert run is not None
-    done = _materialized(instance, run_id)
-    crawl, index = done.get("fetched_pages"), done.get("vector_index")
-    out: dict[str, Any] = {"run_id": run_id}
+@dataclass(frozen=True)
+class Check:
+    name: str
+    severity: str  # "ERROR" | "WARN"
+    passed: bool
+    description: str | None
+    blocking: bool
+
+
+@dataclass
+class RunFacts:
+    """What a summary needs of a run, whoever read it."""
+
+    run_id: str
+    source: str | None  # its partition
+    succeeded: bool
+    status: str  # Dagster's run status, e.g. "FAILURE"
+    materialized: dict[str, dict[str, Any]] = field(default_factory=dict)  # asset -> metadata values
+    checks: list[Check] = field(default_factory=list)
+    step_failures: list[str] = field(default_factory=list)  # "step: Error: message"
+    run_failures: list[str] = field(default_factory=list)
+
+
+def outcome(facts: RunFacts) -> dict[str, Any]:
+    """What `run_refresh` returns: `status` ("success" | "blocked" | "failure"), `message`,
+    the run's counts (or what the crawl knows), the checks that did not pass, the pages in
+    error; `committed` when a run that did not succeed committed all the same."""
+    crawl, index = facts.materialized.get("fetched_pages"), facts.materialized.get("vector_index")
+    out: dict[str, Any] = {"run_id": facts.run_id}
     if index is not None:  # its metadata are the run's counts and a few extras
         out |= {k: v for k, v in index.items() if k not in INDEX_EXTRAS}
         out["reindex_reason"] = index.get("reindex_reason")
@@ -40,20 +72,64 @@ def summarize(instance: dg.DagsterInstance, run_id: str) -> dict[str, Any]:
         out["warnings"] = list(crawl.get("warnings") or [])
         out["error_pages"] = _first(review.get("errors"))
         out["flagged_pages"] = _first(review.get("flagged"))
-    checked = _events(instance, run_id, dg.DagsterEventType.ASSET_CHECK_EVALUATION)
-    evaluations = [e.asset_check_evaluation_data for e in checked]
+    failed = [c for c in facts.checks if not c.passed]
     out["checks"] = [
-        {"name": e.check_name, "severity": e.severity.value, "passed": e.passed, "description": e.description}
-        for e in evaluations
-        if not e.passed
+        {"name": c.name, "severity": c.severity, "passed": c.passed, "description": c.description} for c in failed
     ]
-    blocked = [e for e in evaluations if e.blocking and not e.passed and e.severity == dg.AssetCheckSeverity.ERROR]
+    blocked = [c for c in failed if c.blocking and c.severity == "ERROR"]
     if blocked and index is None:
-        message = "; ".join(f"{e.check_name}: {e.description or 'failed'}" for e in blocked)
+        message = "; ".join(f"{c.name}: {c.description or 'failed'}" for c in blocked)
         return {**out, "status": "blocked", "message": message}
-    if run.status != dg.DagsterRunStatus.SUCCESS:
-        return {**out, "status": "failure", "message": _failure(instance, run_id) or f"run {run.status.value}"}
-    return {**out, "status": "success"}
+    # Without vector_index's materialization, the state store says whether the run committed
+    # (it failed or was interrupted after its commit, or was failed from outside meanwhile).
+    commit = _commit(facts) if index is None else None
+    if commit is not None:
+        out |= dict(commit["counts"]) | {"reindex_reason": commit.get("reason"), "committed": True}
+    if facts.succeeded:
+        return {**out, "status": "success"}
+    message = "; ".join(facts.step_failures) or "; ".join(facts.run_failures) or f"run {facts.status}"
+    if commit is not None:
+        message += " (its commit had landed: the counts above are indexed)"
+    return {**out, "status": "failure", "message": message}
+
+
+def _commit(facts: RunFacts) -> dict[str, Any] | None:
+    if facts.source is None:
+        return None
+    settings = load_settings()
+    if facts.source not in {s.name for s in settings.sources}:
+        return None
+    return committed(settings, facts.source, facts.run_id)
+
+
+def from_events(run: dg.DagsterRun, events: Iterable[dg.DagsterEvent]) -> RunFacts:
+    """The facts of `run` from its Dagster events (an in-process result's `all_events`)."""
+    facts = RunFacts(
+        run.run_id, run.tags.get(PARTITION_TAG), run.status == dg.DagsterRunStatus.SUCCESS, run.status.value
+    )
+    for e in events:
+        if e.event_type == dg.DagsterEventType.ASSET_MATERIALIZATION:
+            m = e.step_materialization_data.materialization
+            facts.materialized[m.asset_key.to_user_string()] = {k: v.value for k, v in m.metadata.items()}
+        elif e.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION:
+            c = e.asset_check_evaluation_data
+            facts.checks.append(Check(c.check_name, c.severity.value, c.passed, c.description, bool(c.blocking)))
+        elif e.event_type == dg.DagsterEventType.STEP_FAILURE and e.step_failure_data.error:
+            failure = e.step_failure_data.error
+            facts.step_failures.append(f"{e.step_key}: {_message(failure.cause or failure)}")
+        elif e.event_type == dg.DagsterEventType.RUN_FAILURE:
+            # A run failed from outside (run monitoring) has no error record.
+            error = getattr(e.event_specific_data, "error", None)
+            facts.run_failures.append(_cause(error) if error is not None else (e.message or "").strip())
+    return facts
+
+
+def summarize(instance: dg.DagsterInstance, run_id: str) -> dict[str, Any]:
+    """`outcome` of a run read from the instance's event log (the failure sensor's runs)."""
+    run = instance.get_run_by_id(run_id)
+    assert run is not None
+    entries = (r.event_log_entry for r in instance.get_records_for_run(run_id).records)
+    return outcome(from_events(run, (e.dagster_event for e in entries if e.dagster_event is not None)))
 
 
 def interrupted(events: Iterable[dg.DagsterEvent]) -> bool:
@@ -67,41 +143,6 @@ def _first(pages: dict[str, str] | None) -> dict[str, str]:
     return dict(sorted((pages or {}).items())[:SHOWN_ERRORS])
 
 
-def _events(instance: dg.DagsterInstance, run_id: str, kind: dg.DagsterEventType) -> list[dg.DagsterEvent]:
-    records = instance.get_records_for_run(run_id, of_type=kind).records
-    return [r.event_log_entry.dagster_event for r in records if r.event_log_entry.dagster_event]
-
-
-def _materialized(instance: dg.DagsterInstance, run_id: str) -> dict[str, dict[str, Any]]:
-    """Asset -> its materialization's metadata values, for the assets this run materialized."""
-    out = {}
-    for r in instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION).records:
-        m = r.event_log_entry.asset_materialization
-        if m is not None:
-            out[m.asset_key.to_user_string()] = {k: v.value for k, v in m.metadata.items()}
-    return out
-
-
-def _failure(instance: dg.DagsterInstance, run_id: str) -> str:
-    """Why the run failed, in its own words: the user errors of the failed steps (the cause,
-    not Dagster's "Error occurred while executing op" wrapper), else the innermost cause of
-    the run's failure (a resource that did not start, a Celery worker lost, a broker that
-    refused: Dagster's message says only "An exception was thrown during execution"), else
-    the run's own failure message (a killed run, say)."""
-    steps = [
-        f"{e.step_key}: {_message(e.step_failure_data.error.cause or e.step_failure_data.error)}"
-        for e in _events(instance, run_id, dg.DagsterEventType.STEP_FAILURE)
-        if e.step_failure_data.error
-    ]
-    if steps:
-        return "; ".join(steps)
-    failures = _events(instance, run_id, dg.DagsterEventType.RUN_FAILURE)
-    # A run failed from outside (a dead run's reaper, run monitoring) has no error record.
-    errors = [getattr(e.event_specific_data, "error", None) for e in failures]
-    causes = [_cause(error) for error in errors if error is not None]
-    return "; ".join(causes or [(e.message or "").strip() for e in failures]).strip()
-
-
 def _cause(error: SerializableErrorInfo) -> str:
     """The innermost exception of a chain (what a run failure wraps many times over)."""
     while error.cause is not None:
@@ -112,4 +153,9 @@ def _cause(error: SerializableErrorInfo) -> str:
 def _message(error: SerializableErrorInfo) -> str:
     """An exception as `ClassName: message`, no module path. A step's own error is the one
     under Dagster's wrapper: it names the source and what was kept, which its causes don't."""
-    return re.sub(r"^[\w.]+\.(\w+: )", r"\1", error.message.strip())
+    return short(error.message)
+
+
+def short(message: str) -> str:
+    """Dagster's `module.ClassName: message` of an error as `ClassName: message`."""
+    return re.sub(r"^[\w.]+\.(\w+: )", r"\1", message.strip())

@@ -1,184 +1,144 @@
-"""Run one refresh through Dagster from Python (what `freshness run` and the demo do).
+"""Run refreshes through Dagster from Python (what `freshness run`, the entry point and the
+demo do on the embedded instance).
 
-The run belongs to the code location `freshness_pipeline`: it is created and submitted by
-`dagster job launch` (Dagster's public launch path) against the workspace of this module, so
-it appears on the `refresh` job's page, can be re-executed from the UI, and goes through the
-instance's run coordinator: queued while a daemon dequeues, launched at once when none runs
-(`coordinator.py`). This process waits for the run and reads what it did from the instance.
+Each refresh is a run of the `refresh` job for the source's partition, recorded in the
+instance (tags, checks, materializations; listed on the job's page in the UI, re-executable
+from there) and executed in this process by `execute_in_process`, each step in turn. A
+deployment's runs are submitted through its webserver instead (`remote.py`).
 
-A launch costs two process starts: the code server (`launch.py`, started before this
-process imports Dagster) and the run worker; each loads the code location (`make
-bench-overhead` measures them). `dagster job launch` itself runs in this process.
-`FRESHNESS_LAUNCH=in-process` (or `in_process=True`) runs the job inside this process instead, as a run without a code
-location origin: the test suite does so for speed, and tests the launch path on its own.
+A Ctrl-C (or SIGTERM) inside a run is Dagster's: it fails the run's step and the run. Wherever
+it lands, the state store says whether the run's commit landed (it records the run id with
+each commit): `Interrupted.committed`.
 """
 
 from __future__ import annotations
 
-import itertools
-import logging
+import sys
 import time
+import uuid
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import dagster as dg
 
-from .. import progress
-from ..adapters.memory import collections_paused
-from .coordinator import daemon_running
-from .launch import JOB, LAUNCH_ENV, Launcher, LaunchError, in_process_runs, launchers, run_config
-from .liveness import interrupt_runs, reap_dead_runs, wait_for_run_worker
+from ..config import ConfigError
+from .executors import EXECUTOR_ENV, executor_name
 from .partitions import sources_partitions
 from .pools import ensure_pools
-from .run_summary import interrupted, summarize
+from .remote import URL_ENV
+from .run_summary import PARTITION_TAG, from_events, interrupted, outcome
 from .tags import run_tags
 
-__all__ = ["LAUNCH_ENV", "LaunchError", "run_refresh", "run_refreshes", "summarize"]
-POLL_S = 0.1  # a read of the run's row (3.5 ms of CPU): what a finished run waits for at most
-REAP_EVERY = 50  # polls between two looks for a dead run worker (5 s)
-WORKER_EXIT_S = 30.0  # how long a finished run's worker may take to exit
+__all__ = ["Interrupted", "run_refresh", "run_refreshes"]
+JOB = "refresh"
+IN_FLIGHT_POLL_S = 1.0  # how often a source's run in flight (the UI's, a sensor's) is looked at
+IN_FLIGHT = [
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+    dg.DagsterRunStatus.CANCELING,
+]
 
-logger = logging.getLogger(__name__)
+
+class Interrupted(KeyboardInterrupt):
+    """A Ctrl-C stopped `source`'s run: `committed` says whether its commit had landed (its
+    outcome was yielded before this was raised); `not_run`: the sources not started."""
+
+    def __init__(self, source: str, committed: bool, not_run: list[str]) -> None:
+        self.source, self.committed, self.not_run = source, committed, not_run
+        what = "its commit had landed (reported above)" if committed else "nothing of its run was committed"
+        rest = f"; not run: {', '.join(not_run)}" if not_run else ""
+        super().__init__(f"{source}: {what}{rest}")
+
+
+def run_config(log_level: str) -> dict[str, Any]:
+    """The console's level (the executor is the location's: `executors.py`)."""
+    return {"loggers": {"console": {"config": {"log_level": log_level}}}}
 
 
 def run_refresh(
-    source: str,
-    *,
-    tier: str | None = None,
-    tags: dict[str, str] | None = None,
-    log_level: str = "WARNING",
-    in_process: bool | None = None,
+    source: str, *, tier: str | None = None, tags: dict[str, str] | None = None, log_level: str = "WARNING"
 ) -> dict[str, Any]:
-    """Refresh one source and say how it went:
-
-    `status` ("success" | "blocked" | "failure") and `message`; the run's counts whenever
-    `vector_index` produced them (else what the crawl knows: `crawled`, `errors`);
-    `checks`, every asset check that did not pass; `error_pages` and `flagged_pages`.
-    `log_level` is for the run's console only; the instance keeps every event."""
-    ((_, outcome),) = run_refreshes([source], tier=tier, tags=tags, log_level=log_level, in_process=in_process)
-    return outcome
+    """Refresh one source and say how it went (`run_summary.outcome`). `log_level` is for
+    the run's console only; the instance keeps every event."""
+    ((_, done),) = run_refreshes([source], tier=tier, tags=tags, log_level=log_level)
+    return done
 
 
 def run_refreshes(
-    sources: list[str],
-    *,
-    tier: str | None = None,
-    tags: dict[str, str] | None = None,
-    log_level: str = "WARNING",
-    in_process: bool | None = None,
-    prestarted: dict[str, Launcher] | None = None,
+    sources: list[str], *, tier: str | None = None, tags: dict[str, str] | None = None, log_level: str = "WARNING"
 ) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Refresh several sources: launched, every source's run is launched first, then each is
-    waited for in turn (their steps run side by side, `vector_index` one at a time through
-    the `embeddings` pool); in-process, one after the other. Yields (source, what
-    `run_refresh` returns) in the order given, each as soon as its run ended. `prestarted`:
-    the launchers of `launch.launchers`, whose code server started before this process
-    imported Dagster (what `freshness run` does); each launches once the partitions exist."""
-    started: AbstractContextManager[dict[str, Launcher]]
-    if in_process_runs(in_process):
-        started = nullcontext({})
-    elif prestarted is not None:
-        started = nullcontext(prestarted)
-    else:
-        started = launchers(sources, run_tags(tier, tags), log_level)
-    with started as gated:
-        with collections_paused():  # the instance imports Dagster's storage modules
-            instance = dg.DagsterInstance.get()
-        reap_dead_runs(instance)  # a killed run's pool slot would make these runs wait forever
-        ensure_pools(instance)  # before these runs (and other commands' runs) race to make them
-        partitions = str(sources_partitions.name)
-        new = [s for s in dict.fromkeys(sources) if not instance.has_dynamic_partition(partitions, s)]
-        if new:
-            instance.add_dynamic_partitions(partitions, new)
-        if not gated:
-            from .definitions import defs  # a launched run loads them in its own process
+    """Refresh several sources, one run after the other; yields (source, outcome) as each
+    run ends. A source with a run queued or in progress (the UI's, a sensor's) is waited
+    for first, as the run queue would. Raises `Interrupted` on a Ctrl-C."""
+    if (name := executor_name()) != "in_process":  # execute_in_process would ignore it
+        raise ConfigError(
+            f"${EXECUTOR_ENV}={name}: its runs execute on the deployment, not in this process; "
+            f"submit them to its webserver with `freshness run --submit URL` (or ${URL_ENV})"
+        )
+    instance = dg.DagsterInstance.get()
+    ensure_pools(instance)  # before these runs (and other commands' runs) race to make them
+    partitions = str(sources_partitions.name)
+    order = list(dict.fromkeys(sources))
+    new = [s for s in order if not instance.has_dynamic_partition(partitions, s)]
+    if new:
+        instance.add_dynamic_partitions(partitions, new)
+    from .definitions import defs  # the code location, loaded once the instance is ready
 
-            for source in sources:
-                result = defs.resolve_job_def(JOB).execute_in_process(
-                    instance=instance,
-                    partition_key=source,
-                    tags=run_tags(tier, tags),
-                    raise_on_error=False,
-                    run_config={"loggers": run_config(log_level)["loggers"]},
-                )
-                if interrupted(result.all_events):  # a Ctrl-C, which Dagster made a failed run
-                    raise KeyboardInterrupt  # the command stops, as it does launched
-                yield source, summarize(instance, result.run_id)
-            return
+    job = defs.resolve_job_def(JOB)
+    for i, source in enumerate(order):
+        run_id, result, stopped = str(uuid.uuid4()), None, False
         try:
-            yield from _launched(instance, sources, gated)
-        except KeyboardInterrupt:
-            interrupt_runs(instance, [launcher.run_id for launcher in gated.values()])
-            raise
-
-
-def _launched(
-    instance: dg.DagsterInstance, sources: list[str], gated: dict[str, Launcher]
-) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Launch every source's run (the partitions exist, dead runs are reaped), then wait
-    for each; a launch that failed is its source's failure."""
-    failed: dict[str, LaunchError] = {}
-    for source, launcher in gated.items():
+            _wait_for_runs_in_flight(instance, source)
+            result = job.execute_in_process(
+                instance=instance,
+                partition_key=source,
+                run_id=run_id,
+                tags=run_tags(tier, tags),
+                raise_on_error=False,
+                run_config={"loggers": run_config(log_level)["loggers"]},
+            )
+            stopped = interrupted(result.all_events)  # Dagster made the Ctrl-C a failed run
+        except KeyboardInterrupt:  # outside the run's steps: before it, or as it ended
+            stopped = True
         try:
-            launcher.go()
-        except LaunchError as exc:
-            failed[source] = exc
-    for source in sources:
-        error, run_id = failed.get(source), None
-        if error is None:
-            try:
-                run_id = _finish(instance, gated[source])
-            except LaunchError as exc:
-                error = exc
-        if run_id is None:
-            yield source, {"run_id": None, "status": "failure", "message": str(error), "checks": []}
-        else:
-            yield source, summarize(instance, run_id)
+            done = _summary(instance, run_id, result)
+        except KeyboardInterrupt:  # another Ctrl-C while it was read: read it once more
+            stopped, done = True, _summary(instance, run_id, result)
+        if not stopped:
+            yield source, done
+            continue
+        landed = done.get("status") == "success" or bool(done.get("committed"))
+        if landed:
+            note = "interrupted by a Ctrl-C after its commit landed"
+            yield source, {**done, "status": "success", "warnings": [*done.get("warnings", []), note]}
+        raise Interrupted(source, landed, order[i + 1 :])
 
 
-def _finish(instance: dg.DagsterInstance, launcher: Launcher) -> str:
-    """Wait until the launched run ended and its worker exited; its id."""
-    _wait(instance, launcher.run_id)
-    # The run worker exits a few tenths of a second after its run ended. The code server is
-    # stopped only after that (`launch.py`): stopped earlier, or left running while a caller
-    # removes the home (a test's teardown, a CI job), its cleanup thread fails on the missing
-    # instance.
-    if wait_for_run_worker(instance, launcher.run_id, WORKER_EXIT_S):
-        launcher.ended()
-    else:
-        logger.warning(f"run {launcher.run_id} ended, but its process still runs after {WORKER_EXIT_S:.0f} s")
-    return launcher.run_id
+def _summary(instance: dg.DagsterInstance, run_id: str, result: dg.ExecuteInProcessResult | None) -> dict[str, Any]:
+    """The run's outcome from its result, or (a Ctrl-C reached it outside its steps) from its
+    status alone; none if it never started."""
+    run = instance.get_run_by_id(run_id)
+    if run is None:
+        return {"run_id": None, "status": "failure", "message": "interrupted before its run started"}
+    return outcome(from_events(run, result.all_events if result is not None else []))
 
 
-def _wait(instance: dg.DagsterInstance, run_id: str) -> None:
-    """Until the run ends (its launch submitted it: queued or launched); a run whose worker
-    died is failed (`liveness.py`), which ends the wait."""
-    cursor = None
-    for polls in itertools.count():
-        run = instance.get_run_by_id(run_id)
-        if run is not None:  # relayed after reading the status: a finished run's last lines too
-            cursor = _relay_progress(instance, run_id, cursor)
-        if run is not None and run.is_finished:
-            return
-        if run is not None and polls % REAP_EVERY == REAP_EVERY - 1:
-            reap_dead_runs(instance)
-            if run.status == dg.DagsterRunStatus.QUEUED and not daemon_running(instance):
-                raise LaunchError(
-                    f"run {run_id} is queued but no dagster-daemon dequeues it (it stopped?): "
-                    "start `dagster-daemon run`, or cancel the run in the UI"
-                )
-        if run is None:  # its launch ended without an error: not expected
-            raise LaunchError(f"dagster job launch did not create run {run_id}")
-        time.sleep(POLL_S)
-
-
-def _relay_progress(instance: dg.DagsterInstance, run_id: str, cursor: str | None) -> str | None:
-    """The stage lines (discovery, fetch/extract, embed) the run logged since `cursor`,
-    shown here: the run worker has no terminal of its own."""
-    page = instance.get_records_for_run(run_id, cursor=cursor)
-    for record in page.records:
-        entry = record.event_log_entry
-        if entry.dagster_event is None:
-            progress.relay(entry.user_message)
-    return page.cursor or cursor
+def _wait_for_runs_in_flight(instance: dg.DagsterInstance, source: str) -> None:
+    """Until no other run of `source` is queued or in progress (one run per source, as the
+    run queue keeps it for the runs it launches). A run whose process was killed stays
+    STARTED until run monitoring (the daemon) fails it: said once, on stderr."""
+    busy = dg.RunsFilter(tags={PARTITION_TAG: source}, statuses=IN_FLIGHT)
+    said = False
+    while records := instance.get_run_records(busy, limit=1):
+        if not said:
+            run = records[0].dagster_run
+            print(
+                f"{source}: waiting for run {run.run_id} ({run.status.value}) to end; a run whose process "
+                "is gone is failed by dagster-daemon's run monitoring (max_runtime_seconds), or terminate "
+                "it in the UI",
+                file=sys.stderr,
+                flush=True,
+            )
+            said = True
+        time.sleep(IN_FLIGHT_POLL_S)

@@ -7,8 +7,8 @@
   (see `cadence.py`), reading the last runs from the instance's run records. Only a
   successful refresh covers its tier: a failed or canceled one is retried, at the next tick
   the first time, then backing off per source (`core/backoff.py`) up to the tier's cadence;
-  one queued or in flight blocks another launch for the source. Each tick first fails the
-  runs whose process is gone (`liveness.py`), so a killed run does not block its source.
+  one queued or in flight blocks another launch for the source (a killed run is failed by
+  Dagster's run monitoring, docs/dagster.md).
 - `version_bump_sensor`: when the versions a refresh would build with now (normalizer,
   chunker, embedding model) differ from those a source's index was built with, requests
   one `refresh` run per drifted source's partition (a re-index).
@@ -31,7 +31,6 @@ from ..core.cadence import Due, due, intervals
 from ..core.tiers import TIERS
 from ..pipeline.context import versions_for
 from .assets import fetched_pages, refresh_job
-from .liveness import HOST_TAG, reap_dead_runs, this_host
 from .partitions import SOURCES, sources_partitions
 from .resources import FreshnessResource
 from .tags import TIER_TAG
@@ -121,8 +120,6 @@ def tier_cadence_sensor(
     context: dg.SensorEvaluationContext, freshness: FreshnessResource
 ) -> dg.SensorResult | dg.SkipReason:
     settings = freshness.settings()
-    for run_id in reap_dead_runs(context.instance):
-        context.log.warning(f"run {run_id}: its process is gone; marked failed")
     now = time.time()
     requests, waiting = [], []
     for src in settings.sources:
@@ -156,7 +153,7 @@ def _tier_request(instance: dg.DagsterInstance, src: Source, now: float) -> tupl
         dg.RunRequest(
             run_key=f"{src.name}:{tier or 'all'}:{next_up.since:.0f}{runs.attempt(next_up.since)}",
             partition_key=src.name,
-            tags={HOST_TAG: this_host(), **({TIER_TAG: tier} if tier else {})},
+            tags={TIER_TAG: tier} if tier else {},
         ),
         "",
     )
@@ -189,7 +186,7 @@ def reindex_requests(drift: dict[str, str]) -> list[dg.RunRequest]:
         dg.RunRequest(
             run_key=f"reindex:{source}:{hashlib.sha1(why.encode()).hexdigest()[:12]}",
             partition_key=source,
-            tags={REINDEX_TAG: f"{source}: {why}"[:4000], HOST_TAG: this_host()},
+            tags={REINDEX_TAG: f"{source}: {why}"[:4000]},
         )
         for source, why in sorted(drift.items())
     ]

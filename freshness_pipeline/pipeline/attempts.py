@@ -45,3 +45,15 @@ def record_attempt(settings: Settings, name: str, outcome: Mapping[str, Any]) ->
         )
     finally:
         store.close()
+
+
+def committed(settings: Settings, name: str, run_id: str) -> dict[str, Any] | None:
+    """The commit Dagster run `run_id` made for source `name` (its counts, when), or None:
+    what a run that failed, was canceled or was interrupted after its commit really did."""
+    url = state_url(settings)
+    migrate(url)
+    store = StateStore(url, read_only=True)
+    try:
+        return store.runs.committed(name, run_id)
+    finally:
+        store.close()

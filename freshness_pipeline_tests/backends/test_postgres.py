@@ -99,9 +99,6 @@ def test_manifest_and_dagster_instance_on_postgres(
     state_url: str, dagster_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     home = postgres_home(tmp_path, dagster_db, monkeypatch)
-    # The runs execute in this process. Launched runs on this instance (a code server and a
-    # run worker writing to it from their own processes) are deploy/test_celery.py's.
-    monkeypatch.setenv("FRESHNESS_LAUNCH", "in-process")
 
     v1 = generate(6, sections_per_page=3, seed=21)
     v2 = Site(copy.deepcopy(v1.pages))

@@ -10,7 +10,6 @@ import dagster as dg
 import yaml
 
 from freshness_pipeline.defs.definitions import defs
-from freshness_pipeline.defs.liveness import _alive, _run_pids
 
 SOURCE = "docs"
 
@@ -41,8 +40,3 @@ def check_result(result: dg.ExecuteInProcessResult, name: str) -> dg.AssetCheckE
 
 def materialized(result: dg.ExecuteInProcessResult) -> set[str]:
     return {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
-
-
-def alive_pids(instance: dg.DagsterInstance, run_id: str) -> list[int]:
-    """The processes the run's events name that still run on this host."""
-    return sorted(pid for pid, seen in _run_pids(instance, run_id).items() if _alive(pid, seen))

@@ -35,7 +35,8 @@ def test_the_config_loads_with_queue_pools_and_monitoring(tmp_path: Path, monkey
         queue = instance.get_concurrency_config().run_queue_config
         assert queue.max_concurrent_runs == 4 and queue.tag_concurrency_limits[0]["key"] == "dagster/partition"
         assert instance.run_monitoring_enabled
-        assert instance.run_monitoring_settings["free_slots_after_run_end_seconds"] == 30
+        assert instance.run_monitoring_settings["free_slots_after_run_end_seconds"] == 10
+        assert instance.run_monitoring_max_runtime_seconds == 3600
         assert instance.event_log_storage.get_concurrency_info("embeddings").limit == 1
 
 
@@ -44,7 +45,7 @@ def test_a_fresh_home_gets_the_config_and_no_welcome(tmp_path: Path) -> None:
     sources = tmp_path / "sources.yaml"
     sources.write_text(yaml.safe_dump({"sources": [{"name": "docs", "sitemap": "http://127.0.0.1:9/sitemap.xml"}]}))
     # `run` makes a missing home (the reading commands refuse one); nothing listens, so it fails.
-    env = {**os.environ, "DAGSTER_HOME": str(home), "FRESHNESS_LAUNCH": "in-process"}
+    env = {**os.environ, "DAGSTER_HOME": str(home)}
     out = subprocess.run(
         [sys.executable, "-m", "freshness_pipeline.cli", "--sources", str(sources), "run"],
         env=env,

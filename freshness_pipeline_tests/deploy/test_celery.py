@@ -87,7 +87,6 @@ def test_three_sources_refresh_at_once_through_two_celery_workers(
         local_home.mkdir()
         local_sources = write_sources(tmp_path / "local.yaml", sitemaps, tmp_path / "local-vectors")
         monkeypatch.setenv("DAGSTER_HOME", str(local_home))
-        monkeypatch.setenv("FRESHNESS_LAUNCH", "in-process")
         for var in ("FRESHNESS_STATE_URL", "FRESHNESS_EXECUTOR", "FRESHNESS_IO_DIR"):
             monkeypatch.delenv(var, raising=False)
         assert cli_main(["--sources", str(local_sources), "run"]) == 0

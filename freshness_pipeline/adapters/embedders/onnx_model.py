@@ -12,7 +12,6 @@ renamed, so a concurrent or interrupted build never leaves a half file.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import logging
 import os
@@ -20,6 +19,8 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from filelock import FileLock
 
 from freshness_pipeline.adapters.embedders.bert_graph import GRAPH_VERSION, bert_graph
 
@@ -58,8 +59,7 @@ def model_file(model_dir: Path, backend: str) -> Path:
     # One build at a time per folder: the quantizer writes side files (`model-inferred.onnx`)
     # beside its input, which a second process building at once (two test or Celery
     # workers on a new machine) would read half-written or see deleted.
-    with open(folder / ".build.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with FileLock(folder / ".build.lock"):
         if not fp32.is_file():
             log.info("building the ONNX graph of %s, once, into %s", model_dir.name, folder)
             with _atomic(fp32) as tmp:

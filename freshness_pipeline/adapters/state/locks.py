@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from filelock import FileLock, Timeout
 from sqlalchemy import Engine, text
 from sqlalchemy.engine import make_url
 
@@ -20,8 +20,8 @@ class SourceBusy(RuntimeError):
 
 
 class Locks:
-    """Postgres: a session advisory lock (dies with the connection). SQLite: an flock on a
-    file beside the database (dies with the process)."""
+    """Postgres: a session advisory lock (dies with the connection). SQLite: a lock on a
+    file beside the database (`filelock`: flock where there is one; dies with the process)."""
 
     def __init__(self, engine: Engine, url: str) -> None:
         self.engine = engine
@@ -40,19 +40,17 @@ class Locks:
     @contextmanager
     def _file_lock(self, source: str, *, wait: bool) -> Iterator[None]:
         path = Path(f"{make_url(self.url).database}.{source}.lock")
+        lock = FileLock(path, timeout=-1 if wait else 0)
         try:
-            fh = path.open("w")
+            lock.acquire()
+        except Timeout:
+            raise SourceBusy(_busy(source)) from None
         except OSError as exc:
             raise DamagedState(unwritable(path, exc.strerror or str(exc))) from None
-        with fh:
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-            except BlockingIOError:
-                raise SourceBusy(_busy(source)) from None
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            lock.release()
 
     @contextmanager
     def _advisory_lock(self, source: str, *, wait: bool) -> Iterator[None]:

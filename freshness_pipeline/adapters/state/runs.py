@@ -45,3 +45,10 @@ class RunLog:
         with self.engine.connect() as conn:
             row = conn.execute(select(t).where(t.c.source == source)).first()
         return None if row is None else {k: v for k, v in row._asdict().items() if k != "source"}
+
+    def committed(self, source: str, run_id: str) -> dict[str, Any] | None:
+        """The commit that Dagster run `run_id` made for `source`, if it made one."""
+        t = schema.runs
+        with self.engine.connect() as conn:
+            row = conn.execute(select(t).where(t.c.source == source, t.c.run_id == run_id)).first()
+        return None if row is None else row._asdict()

@@ -1,0 +1,184 @@
+"""Refreshes submitted to a Dagster deployment through its webserver (`freshness run --submit
+URL`, or `$FRESHNESS_DAGSTER_URL`): the runs go through the deployment's run queue, launcher
+and executor like the UI's, and this process only waits for them and reads what they did.
+
+Submitting and waiting use dagster-graphql's `DagsterGraphQLClient`; the two reads it has no
+method for (adding a source's partition, a run's events) are queries of the same public
+GraphQL API. The summary is `run_summary.outcome`, as for a run executed here.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from .run_summary import PARTITION_TAG, Check, RunFacts, outcome, short
+from .tags import run_tags
+
+URL_ENV = "FRESHNESS_DAGSTER_URL"
+LOCATION = "freshness_pipeline"  # workspace.yaml's location name
+REPOSITORY = "__repository__"  # the repository of a location's `Definitions`
+JOB = "refresh"
+PARTITIONS = "sources"
+POLL_S = 1.0
+FINISHED = ("SUCCESS", "FAILURE", "CANCELED")
+PAGE = 1000  # events per query
+
+_ERROR = "fragment E on PythonError { message cause { message cause { message } } }"
+_ADD_PARTITION = """mutation($selector: RepositorySelector!, $name: String!, $key: String!) {
+  addDynamicPartition(repositorySelector: $selector, partitionsDefName: $name, partitionKey: $key) {
+    __typename ... on PythonError { message } ... on UnauthorizedError { message }
+  }
+}"""
+_EVENTS = (
+    """query($runId: ID!, $after: String, $limit: Int) {
+  logsForRun(runId: $runId, afterCursor: $after, limit: $limit) {
+    __typename
+    ... on PythonError { message }
+    ... on RunNotFoundError { message }
+    ... on EventConnection {
+      cursor hasMore
+      events {
+        __typename
+        ... on MaterializationEvent { assetKey { path } metadataEntries { ...M } }
+        ... on AssetCheckEvaluationEvent { evaluation { checkName success severity description } }
+        ... on ExecutionStepFailureEvent { stepKey error { ...E } }
+        ... on RunFailureEvent { message error { ...E } }
+      }
+    }
+  }
+}
+fragment M on MetadataEntry {
+  label __typename
+  ... on IntMetadataEntry { intRepr }
+  ... on FloatMetadataEntry { floatValue }
+  ... on BoolMetadataEntry { boolValue }
+  ... on TextMetadataEntry { text }
+  ... on JsonMetadataEntry { jsonString }
+  ... on MarkdownMetadataEntry { mdStr }
+  ... on UrlMetadataEntry { url }
+  ... on PathMetadataEntry { path }
+}
+"""
+    + _ERROR
+)
+
+
+class SubmitError(RuntimeError):
+    """The deployment refused the submission or could not be reached (the cause is named)."""
+
+
+def submit_refreshes(
+    url: str, sources: list[str], *, tier: str | None = None, tags: dict[str, str] | None = None
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Submit one `refresh` run per source to the deployment at `url` (each waits in its
+    run queue as the UI's would), then wait for each; yields (source, outcome) in order."""
+    from dagster_graphql import DagsterGraphQLClient, DagsterGraphQLClientError
+
+    parts = urlsplit(url if "//" in url else f"http://{url}")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise SubmitError(f"{URL_ENV} / --submit {url!r}: expected the webserver's URL, e.g. http://host:3000")
+    client = DagsterGraphQLClient(
+        parts.hostname, port_number=parts.port, use_https=parts.scheme == "https", path_prefix=parts.path.rstrip("/")
+    )
+    endpoint = f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}/graphql"
+    order = list(dict.fromkeys(sources))
+    runs: dict[str, str] = {}
+    for source in order:
+        _add_partition(endpoint, source)
+        try:
+            runs[source] = client.submit_job_execution(
+                JOB,
+                repository_location_name=LOCATION,
+                repository_name=REPOSITORY,
+                tags={**run_tags(tier, tags), PARTITION_TAG: source},
+            )
+        except DagsterGraphQLClientError as exc:
+            raise SubmitError(f"{endpoint} did not take {source}'s run: {exc}") from exc
+    for source in order:
+        run_id = runs[source]
+        while (status := client.get_run_status(run_id)).value not in FINISHED:
+            time.sleep(POLL_S)
+        yield source, outcome(_facts(endpoint, run_id, source, status.value))
+
+
+def _post(endpoint: str, query: str, variables: dict[str, Any]) -> dict[str, Any]:
+    try:
+        response = httpx.post(endpoint, json={"query": query, "variables": variables}, timeout=60)
+        response.raise_for_status()
+    except httpx.HTTPError as exc:
+        raise SubmitError(f"{endpoint}: {type(exc).__name__}: {exc}") from exc
+    body = response.json()
+    if body.get("errors"):
+        raise SubmitError(f"{endpoint}: {body['errors'][0].get('message')}")
+    data: dict[str, Any] = body["data"]
+    return data
+
+
+def _add_partition(endpoint: str, source: str) -> None:
+    """The source's partition, as `sources_partitions_sensor` would add it (kept if there)."""
+    selector = {"repositoryLocationName": LOCATION, "repositoryName": REPOSITORY}
+    done = _post(endpoint, _ADD_PARTITION, {"selector": selector, "name": PARTITIONS, "key": source})
+    result = done["addDynamicPartition"]
+    if result["__typename"] not in ("AddDynamicPartitionSuccess", "DuplicateDynamicPartitionError"):
+        raise SubmitError(f"{endpoint} did not add partition {source!r}: {result.get('message')}")
+
+
+def _facts(endpoint: str, run_id: str, source: str, status: str) -> RunFacts:
+    facts = RunFacts(run_id, source, status == "SUCCESS", status)
+    cursor = None
+    while True:
+        page = _post(endpoint, _EVENTS, {"runId": run_id, "after": cursor, "limit": PAGE})["logsForRun"]
+        if page["__typename"] != "EventConnection":
+            raise SubmitError(f"{endpoint}: the events of run {run_id}: {page.get('message')}")
+        for e in page["events"]:
+            kind = e["__typename"]
+            if kind == "MaterializationEvent":
+                asset = "/".join(e["assetKey"]["path"])
+                facts.materialized[asset] = {m["label"]: _value(m) for m in e["metadataEntries"]}
+            elif kind == "AssetCheckEvaluationEvent":
+                c = e["evaluation"]
+                name = c["checkName"]
+                facts.checks.append(Check(name, c["severity"], c["success"], c["description"], name in _blocking()))
+            elif kind == "ExecutionStepFailureEvent" and e["error"]:
+                facts.step_failures.append(f"{e['stepKey']}: {_error(e['error'])}")
+            elif kind == "RunFailureEvent":
+                facts.run_failures.append(_cause(e["error"]) if e["error"] else (e["message"] or "").strip())
+        cursor = page["cursor"]
+        if not page["hasMore"]:
+            return facts
+
+
+def _value(entry: dict[str, Any]) -> Any:
+    kind = entry["__typename"]
+    if kind == "IntMetadataEntry":
+        return int(entry["intRepr"])
+    if kind == "JsonMetadataEntry":
+        return json.loads(entry["jsonString"])
+    for key in ("floatValue", "boolValue", "text", "mdStr", "url", "path"):
+        if key in entry:
+            return entry[key]
+    return None
+
+
+def _blocking() -> set[str]:
+    """The checks that stop `vector_index` when they fail (the job's specs, read here)."""
+    from .assets import refresh_assets
+
+    return {spec.name for asset in refresh_assets for spec in getattr(asset, "check_specs", ()) if spec.blocking}
+
+
+def _error(error: dict[str, Any]) -> str:
+    """A step's own error (the one under Dagster's wrapper), as `ClassName: message`."""
+    return short((error.get("cause") or error)["message"])
+
+
+def _cause(error: dict[str, Any]) -> str:
+    while error.get("cause"):
+        error = error["cause"]
+    return short(error["message"])
