@@ -1,7 +1,8 @@
-"""A run SIGKILLed inside `vector_index` under the SHIPPED dagster.yaml (the `embeddings`
-pool limited to 1, run monitoring on): it stays STARTED holding its pool slot. The next
-`freshness run` must not wait for that slot forever, and the next tier-sensor tick must not
-take the source for busy forever."""
+"""A run SIGKILLed inside `vector_index` (its run worker is the `freshness run` process) stays
+STARTED holding its `embeddings` pool slot. Under a real `dagster-daemon` with the shipped
+dagster.yaml's run monitoring (only its timings shortened here: `max_runtime_seconds`, the poll
+interval, the slot delay), the run is failed within a bounded time, its slot is freed, and the
+next `freshness run`, started meanwhile, waits for it, then converges."""
 
 from __future__ import annotations
 
@@ -9,121 +10,82 @@ import contextlib
 import io
 import json
 import os
-import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import dagster as dg
-import pytest
+import yaml
 
 from freshness_pipeline.cli import main
-from freshness_pipeline.defs.liveness import HOST_TAG, reap_dead_runs
-from freshness_pipeline.defs.runner import LAUNCH_ENV
-from freshness_pipeline.defs.sensors import tier_cadence_sensor
+from freshness_pipeline.defs.instance import INSTANCE_CONFIG
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline.pipeline.indexing import CRASH_ENV
-from freshness_pipeline_tests.defs.harness import SOURCE, write_sources
-from freshness_pipeline_tests.defs.test_sensors import evaluate
+from freshness_pipeline_tests.dagster_services import daemon
+from freshness_pipeline_tests.defs.harness import write_sources
 from freshness_pipeline_tests.sitegen import generate
 
-SHIPPED = Path(__file__).resolve().parents[2] / "dagster_home" / "dagster.yaml"
+REPO = Path(__file__).resolve().parents[2]
+MAX_RUNTIME_S = 20
+POLL_S = 2
+# The bound: the run's max runtime, then a monitoring poll and the slot's delay, and the
+# daemon's start on a busy 2-core host.
+BOUND_S = MAX_RUNTIME_S + 90
 
 
-def freshness(
-    home: Path, sources: Path, *args: str, crash: str | None = None, launch: str = "launch"
-) -> subprocess.CompletedProcess:
-    """The CLI in a child process; `launch` is how it runs the refresh (runner.LAUNCH_ENV)."""
-    env = {k: v for k, v in os.environ.items() if k != CRASH_ENV}
-    env |= {"DAGSTER_HOME": str(home), LAUNCH_ENV: launch, **({CRASH_ENV: crash} if crash else {})}
-    return subprocess.run(
-        [sys.executable, "-m", "freshness_pipeline.cli", "--sources", str(sources), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=150,  # the bug: the run after the kill waited for the dead run's slot forever
-    )
+def freshness(env: dict[str, str], *args: str, crash: str | None = None) -> subprocess.Popen[str]:
+    env = {k: v for k, v in env.items() if k != CRASH_ENV} | ({CRASH_ENV: crash} if crash else {})
+    cmd = [sys.executable, "-m", "freshness_pipeline.cli", *args]
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-@pytest.fixture(params=["launch", "in-process"])
-def killed(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """A home with the shipped dagster.yaml and a refresh SIGKILLed at its first upsert: the
-    run worker of a code-location launch, or the CLI process running the job in-process."""
+def test_a_killed_run_is_failed_by_run_monitoring_and_the_next_run_converges(tmp_path: Path, monkeypatch) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    shutil.copy(SHIPPED, home / "dagster.yaml")
+    config = json.loads(json.dumps(INSTANCE_CONFIG))  # the shipped dagster.yaml (a test holds them equal)
+    config["run_monitoring"] |= {
+        "max_runtime_seconds": MAX_RUNTIME_S,
+        "poll_interval_seconds": POLL_S,
+        "free_slots_after_run_end_seconds": POLL_S,
+    }
+    (home / "dagster.yaml").write_text(yaml.safe_dump(config))
     monkeypatch.setenv("DAGSTER_HOME", str(home))
-    site_pages = generate(5, sections_per_page=2, seed=21)
+    pages = generate(5, sections_per_page=2, seed=21)
     with DocsSite() as site:
-        site.publish(site_pages.markdown())
+        site.publish(pages.markdown())
         sources = write_sources(tmp_path / "sources.yaml", site.sitemap_url)
         monkeypatch.setenv("FRESHNESS_SOURCES", str(sources))
-        dead = freshness(home, sources, "run", crash="upsert", launch=request.param)
+        env = {**os.environ, "PYTHONPATH": str(REPO), "DAGSTER_HOME": str(home), "FRESHNESS_SOURCES": str(sources)}
+
+        dead = freshness(env, "run", crash="upsert")
+        dead.communicate(timeout=300)
+        assert dead.returncode == -9  # SIGKILLed inside vector_index, before its commit
         with dg.DagsterInstance.get() as instance:
             (record,) = instance.get_run_records()
-            if request.param == "in-process":  # the CLI died with the run: STARTED, holding its slot
-                assert dead.returncode == -9, dead.stderr[-2000:]
-                assert record.dagster_run.status == dg.DagsterRunStatus.STARTED
-                assert record.dagster_run.run_id in instance.event_log_storage.get_concurrency_run_ids()
-            else:  # the run worker died; the run was failed (by its code server or liveness.py)
-                assert dead.returncode == 1 and "failure:" in dead.stdout, dead.stdout
-                assert record.dagster_run.status == dg.DagsterRunStatus.FAILURE
-            yield home, sources, site, site_pages, instance, record.dagster_run.run_id
+            dead_id = record.dagster_run.run_id
+            assert record.dagster_run.status == dg.DagsterRunStatus.STARTED
+            assert dead_id in instance.event_log_storage.get_concurrency_run_ids()  # its `embeddings` slot
 
+        with daemon(env, tmp_path / "daemon.log"):
+            started = time.monotonic()
+            nxt = freshness(env, "run", "--json")
+            out, err = nxt.communicate(timeout=BOUND_S + 300)
+            log = (tmp_path / "daemon.log").read_text()[-3000:]
+            assert nxt.returncode == 0, out + err[-3000:] + log
+            with dg.DagsterInstance.get() as instance:
+                failed = instance.get_run_record_by_id(dead_id)
+                assert failed is not None and failed.dagster_run.status == dg.DagsterRunStatus.FAILURE, log
+                assert failed.end_time is not None
+                assert instance.event_log_storage.get_concurrency_run_ids() == set()
+        assert f"waiting for run {dead_id} (STARTED)" in err, err[-3000:]
+        assert json.loads(out.splitlines()[-1])["status"] == "success", out
+        assert time.monotonic() - started < BOUND_S + 120, "the next run waited longer than run monitoring's bound"
 
-def test_the_run_after_a_kill_at_the_upsert_finishes_and_converges(killed) -> None:
-    home, sources, site, pages, instance, dead_id = killed
-    done = freshness(home, sources, "run", "--json")
-    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
-    assert json.loads(done.stdout.splitlines()[-1])["status"] == "success"
-    assert instance.get_run_by_id(dead_id).status == dg.DagsterRunStatus.FAILURE
-    assert instance.event_log_storage.get_concurrency_run_ids() == set()
-
-    # What it left, read in this process (DAGSTER_HOME is the home): no third CLI start.
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        assert main(["--sources", str(sources), "dump"]) == 0
-        assert main(["--sources", str(sources), "reconcile"]) == 0, out.getvalue()
-    dumped = [json.loads(line) for line in out.getvalue().splitlines() if line.startswith("{")]
-    assert {(r["url"], r["heading_path"], r["text"]) for r in dumped} == pages.expected(site.base_url)
-
-
-@pytest.mark.parametrize("killed", ["in-process"], indirect=True)  # launched, the CLI reaps it first
-def test_the_next_sensor_tick_after_a_kill_launches_again(killed) -> None:
-    home, sources, site, pages, instance, dead_id = killed
-    (request,) = evaluate(tier_cadence_sensor, instance).run_requests
-    assert request.partition_key == SOURCE
-    assert instance.get_run_by_id(dead_id).status == dg.DagsterRunStatus.FAILURE
-
-
-def test_a_killed_run_launched_without_the_host_tag_is_reaped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The UI's "Materialize all" and backfills run the implicit asset job with none of the
-    `refresh` job's tags: killed inside `vector_index`, such a run must not hold its
-    `embeddings` slot forever."""
-    home = tmp_path / "home"
-    home.mkdir()
-    shutil.copy(SHIPPED, home / "dagster.yaml")
-    monkeypatch.setenv("DAGSTER_HOME", str(home))
-    with DocsSite() as site:
-        site.publish(generate(3, sections_per_page=2, seed=22).markdown())
-        sources = write_sources(tmp_path / "sources.yaml", site.sitemap_url)
-        with dg.DagsterInstance.get() as instance:
-            instance.add_dynamic_partitions("sources", [SOURCE])
-        script = (
-            "import dagster as dg\n"
-            "from freshness_pipeline.defs.definitions import defs\n"
-            "job = defs.resolve_implicit_global_asset_job_def()\n"
-            f"job.execute_in_process(instance=dg.DagsterInstance.get(), partition_key={SOURCE!r})\n"
-        )
-        env = {**os.environ, "DAGSTER_HOME": str(home), "FRESHNESS_SOURCES": str(sources), CRASH_ENV: "upsert"}
-        dead = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=150)
-        assert dead.returncode == -9, dead.stderr[-2000:]
-    with dg.DagsterInstance.get() as instance:
-        (record,) = instance.get_run_records()
-        run = record.dagster_run
-        assert run.job_name == "__ASSET_JOB" and HOST_TAG not in run.tags
-        assert run.status == dg.DagsterRunStatus.STARTED
-        assert run.run_id in instance.event_log_storage.get_concurrency_run_ids()
-        assert reap_dead_runs(instance) == [run.run_id]
-        assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.FAILURE
-        assert instance.event_log_storage.get_concurrency_run_ids() == set()
+        # What it left: the whole site indexed, and the manifest agrees with the store.
+        text = io.StringIO()
+        with contextlib.redirect_stdout(text):
+            assert main(["--sources", str(sources), "dump"]) == 0
+            assert main(["--sources", str(sources), "reconcile"]) == 0, text.getvalue()
+        dumped = [json.loads(line) for line in text.getvalue().splitlines() if line.startswith("{")]
+        assert {(r["url"], r["heading_path"], r["text"]) for r in dumped} == pages.expected(site.base_url)
