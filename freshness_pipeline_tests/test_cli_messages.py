@@ -25,7 +25,6 @@ from freshness_pipeline.config import CheckPolicy
 from freshness_pipeline.demo.run import WORKSPACE, ui_command
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.pipeline.driver import Freshness
-from freshness_pipeline_tests.processes import children, cmdline, parent_pid
 from freshness_pipeline_tests.sitegen import generate
 from freshness_pipeline_tests.test_cli import cli, write_sources
 
@@ -210,110 +209,104 @@ def test_a_state_url_that_cannot_be_opened_is_one_line_naming_it(
         assert "secret" not in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize(("launch", "to"), [("in-process", "group"), ("launched", "group"), ("launched", "command")])
-def test_a_ctrl_c_during_a_run_ends_the_command_in_one_line_and_fails_its_runs(
-    launch: str, to: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A Ctrl-C while the sitemaps hang: a terminal's (SIGINT to the command's process group)
-    or `kill -INT` of the command alone. One line and no traceback of the command, which
-    ends as an interrupted command does (by SIGINT: 130 in a shell) within seconds, and no
-    run goes on without it: launched, both sources' runs fail; in-process, the second never
-    starts."""
-    import threading
+MOMENTS = {
+    "starting": "0.5 s after the command started, before Dagster is imported",
+    "crawling": "while the sitemap request hangs, inside the first step",
+    "embedding": "inside vector_index, before its commit (the intents are written)",
+    "committed": "inside vector_index, right after its commit landed",
+}
 
+
+@pytest.mark.parametrize("moment", sorted(MOMENTS))
+def test_a_ctrl_c_at_any_moment_says_whether_the_commit_landed(moment: str, tmp_path: Path) -> None:
+    """A Ctrl-C (SIGINT to the command's process group, as a terminal sends it) either leaves
+    nothing committed, says so in one line and ends the command by SIGINT (130 in a shell),
+    or reports the commit that landed and exits 0. The second source never starts."""
     import dagster as dg
 
-    from freshness_pipeline.defs.instance import write_instance_config
+    from freshness_pipeline.pipeline.faults import CRASH_ENV, SIGNAL_ENV
 
     home = tmp_path / "home"
-    write_instance_config(home)
-    silent, held, connected = socket.create_server(("127.0.0.1", 0)), [], threading.Event()
-
-    def accept() -> None:  # a server that takes each connection and never answers
-        while True:
-            try:
-                held.append(silent.accept()[0])
-            except OSError:  # closed at the end
-                return
-            if len(held) == 2 or launch == "in-process":
-                connected.set()
-
-    threading.Thread(target=accept, daemon=True).start()
-    port = silent.getsockname()[1]
-    sources = home / "sources.yaml"
-    sources.write_text(
-        yaml.safe_dump(
-            {
-                "sources": [{"name": n, "sitemap": f"http://127.0.0.1:{port}/{n}.xml"} for n in ("a", "b")],
-                "embedder": {"provider": "hashing"},
-            }
+    silent, held = socket.create_server(("127.0.0.1", 0)), []
+    with DocsSite() as site:
+        site.publish(generate(3, sections_per_page=2, seed=31).markdown())
+        first = site.sitemap_url
+        if moment == "crawling":  # a server that takes the connection and never answers
+            first = f"http://127.0.0.1:{silent.getsockname()[1]}/a.xml"
+        sitemaps = {"a": first, "b": site.sitemap_url}
+        sources = home / "sources.yaml"
+        home.mkdir()
+        sources.write_text(
+            yaml.safe_dump(
+                {
+                    "sources": [{"name": n, "sitemap": url} for n, url in sitemaps.items()],
+                    "embedder": {"provider": "hashing"},
+                }
+            )
         )
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FRESHNESS_", "DAGSTER_"))}
-    env |= {"DAGSTER_HOME": str(home), "FRESHNESS_SOURCES": str(sources)}
-    if launch == "in-process":
-        env["FRESHNESS_LAUNCH"] = "in-process"
-    command = [str(Path(sys.executable).with_name("freshness")), "run"]
-    proc = subprocess.Popen(
-        command,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        preexec_fn=_sigint_as_in_a_terminal,
-    )
-    monkeypatch.setenv("DAGSTER_HOME", str(home))
-    try:
-        assert connected.wait(120), "the runs never asked for their sitemaps"
-        if launch == "launched":
-            _assert_workers_forked_from_the_code_server(proc.pid)
-        if to == "group":
-            os.killpg(proc.pid, signal.SIGINT)
-        else:
-            os.kill(proc.pid, signal.SIGINT)
-        interrupted_at = time.monotonic()
-        out, err = proc.communicate(timeout=60)
-        took = time.monotonic() - interrupted_at
-        assert proc.returncode == -signal.SIGINT, (proc.returncode, out, err)
-        # Not the 30 s of the code server's graceful stop, which waits for runs left running
-        # (`launch.CodeServer.stop`): the command interrupted them (`liveness.interrupt_runs`).
-        assert took < 20, f"the command ended {took:.1f} s after the Ctrl-C"
-        assert err.rstrip().endswith("freshness: interrupted"), err
-        assert "freshness_pipeline" not in err, err  # no traceback through the command's code
-        with dg.DagsterInstance.get() as instance:
-            deadline = time.monotonic() + 60
-            while True:
-                runs = [r.dagster_run for r in instance.get_run_records()]
-                if all(r.is_finished for r in runs) or time.monotonic() > deadline:
-                    break
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("FRESHNESS_", "DAGSTER_"))}
+        env |= {"DAGSTER_HOME": str(home), "FRESHNESS_SOURCES": str(sources)}
+        env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+        if moment in ("embedding", "committed"):
+            env |= {CRASH_ENV: "upsert" if moment == "embedding" else "committed", SIGNAL_ENV: "INT"}
+        proc = subprocess.Popen(
+            [str(Path(sys.executable).with_name("freshness")), "run"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+            preexec_fn=_sigint_as_in_a_terminal,
+        )
+        try:
+            if moment == "starting":
                 time.sleep(0.5)
-        statuses = sorted((r.tags["dagster/partition"], r.status) for r in runs)
-        failed = dg.DagsterRunStatus.FAILURE
-        assert statuses == ([("a", failed)] if launch == "in-process" else [("a", failed), ("b", failed)])
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        silent.close()
-        for c in held:
-            c.close()
-
-
-def _assert_workers_forked_from_the_code_server(command: int) -> None:
-    """Each launched run's worker (the pid its engine events name) is a child of the code
-    server's preloaded copy, itself the code server's child (`worker_fork.py`), not a fresh
-    Python that the code server spawned."""
-    import dagster as dg
-
-    from freshness_pipeline.defs.liveness import _run_pids
-
-    with dg.DagsterInstance.get() as instance:
-        workers = [pid for r in instance.get_run_records() for pid in _run_pids(instance, r.dagster_run.run_id)]
-    servers = [pid for pid in children(command) if b"freshness_pipeline.defs.gated" in cmdline(pid)]
-    assert len(workers) == 2 and len(servers) == 1, (workers, servers)
-    for worker in workers:
-        copy = parent_pid(worker)
-        assert copy != servers[0] and parent_pid(copy) == servers[0], (worker, copy, servers)
+                os.killpg(proc.pid, signal.SIGINT)
+            elif moment == "crawling":
+                deadline = time.monotonic() + 120
+                while not held and time.monotonic() < deadline:
+                    held.extend([silent.accept()[0]])
+                os.killpg(proc.pid, signal.SIGINT)
+            out, err = proc.communicate(timeout=120)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            silent.close()
+            for c in held:
+                c.close()
+    # No traceback of the command's code (Dagster's compute-log watcher, in the process
+    # group, prints its own KeyboardInterrupt).
+    assert "freshness_pipeline" not in err, err
+    if moment == "committed":
+        assert proc.returncode == 0, (proc.returncode, out, err)
+        assert out.startswith("a: ") and "nothing was indexed" not in out, out
+        assert "interrupted by a Ctrl-C after its commit landed" in out, out
+        assert err.rstrip().endswith("freshness: interrupted: a: its commit had landed (reported above); not run: b")
+    else:
+        assert proc.returncode == -signal.SIGINT, (proc.returncode, out, err)
+        assert out == "", out
+        last = err.rstrip().splitlines()[-1]
+        if moment == "starting":
+            assert last.startswith("freshness: interrupted"), err
+        else:
+            assert last == "freshness: interrupted: a: nothing of its run was committed; not run: b", err
+    # What the state store holds agrees: a commit only when one was reported.
+    status = subprocess.run(
+        [str(Path(sys.executable).with_name("freshness")), "status", "--json"],
+        env={k: v for k, v in env.items() if k not in (CRASH_ENV, SIGNAL_ENV)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if moment == "starting" and status.returncode == 2:  # interrupted before it made the home
+        return
+    rows = {r["source"]: r for r in json.loads(status.stdout)}
+    assert bool(rows["a"].get("last_run")) == (moment == "committed"), rows["a"]
+    assert not rows["b"].get("last_run"), rows["b"]
+    if moment != "starting":
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            runs = [r.dagster_run for r in instance.get_run_records()]
+        assert [(r.tags["dagster/partition"], r.status) for r in runs] == [("a", dg.DagsterRunStatus.FAILURE)]
 
 
 def _sigint_as_in_a_terminal() -> None:

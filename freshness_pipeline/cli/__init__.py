@@ -1,6 +1,7 @@
 """`freshness`: the command line operators and scripts use (typer). The commands are in
-`app.py`, what they print in `render.py`; `main` runs one and returns its exit status, and
-`entry` (the `freshness` script) exits with it."""
+`commands.py`, what they print in `render.py`; `main` runs one and returns its exit status, and
+`entry` (the `freshness` script) exits with it. Everything is imported inside `entry`, so
+that a Ctrl-C while the command loads is one line too."""
 
 from __future__ import annotations
 
@@ -9,23 +10,35 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import typer
-
-from .. import api
-from .app import app
-from .render import alert_lines, run_lines
+if TYPE_CHECKING:
+    from .commands import app
+    from .render import alert_lines, run_lines
 
 __all__ = ["alert_lines", "app", "entry", "main", "run_lines"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        from .commands import app
+
+        return app
+    if name in ("alert_lines", "run_lines"):
+        from . import render
+
+        return getattr(render, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def entry() -> NoReturn:
     """The `freshness` script: `main`, then Python's exit without its final garbage
     collections (`adapters/memory.py`), which walk every object of the modules a command
     imported (Dagster's are most of them)."""
-    api.no_collections_at_exit()
     try:
+        from .. import api
+
+        api.no_collections_at_exit()
         code = main()
     except KeyboardInterrupt as stop:
         # One line, not a traceback (with what was committed, when a run was stopped). Python
@@ -46,6 +59,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command. A usage error is an `error:` line on stderr, then the `--help` hint,
     and SystemExit(2); a bad sources file, a missing home or damaged state is one `error:`
     line on stderr and exit 2."""
+    import typer
+
+    from .. import api
+    from .commands import app
+
     command = typer.main.get_command(app)
     args = list(sys.argv[1:] if argv is None else argv)
     try:

@@ -163,8 +163,8 @@ def run(
                 print("\n".join(render.run_lines(name, outcome)), flush=True)
             failed += outcome.get("status") != "success"
     except Interrupted as stop:
-        if not stop.committed:
-            raise  # `entry`: "freshness: interrupted: ..." and the exit of a SIGINT
+        if not stop.committed:  # `entry`: "freshness: interrupted: ..." and the exit of a SIGINT
+            raise KeyboardInterrupt(str(stop)) from None  # (Python exits so for this class only)
         print(f"freshness: interrupted: {stop}", file=sys.stderr)
     return 1 if failed else 0
 
