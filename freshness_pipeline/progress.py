@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -118,16 +117,6 @@ def call(stage: str, fn: Callable[[], T], *, unit: str, count: Callable[[T], int
 def summary(stage: str, done: int, unit: str, seconds: float) -> str:
     rate = f", {done / seconds:.1f} {unit}/s" if seconds > 0 and done else ""
     return f"{stage}: {done} {unit} in {seconds:.1f}s{rate}"
-
-
-_SUMMARY = re.compile(r"(?:discovery|fetch/extract|embed): \d+ \S+ in \d+\.\ds(?:, [\d.]+ \S+/s)?")
-
-
-def relay(message: str | None) -> None:
-    """Show a stage's line that a run in another process wrote to its event log (a run of
-    the code location: its worker has no terminal). Any other message is ignored."""
-    if message and mode() != "off" and _SUMMARY.fullmatch(message.strip()):
-        print(message.strip(), file=_terminal or _lines or sys.stderr, flush=True)
 
 
 class _Bar:

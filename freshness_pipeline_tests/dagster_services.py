@@ -74,3 +74,28 @@ def daemon(env: dict[str, str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
         yield proc
     finally:
         stop(proc)
+
+
+_SENSORS = """query($selector: RepositorySelector!) {
+  sensorsOrError(repositorySelector: $selector) { ... on Sensors { results { name sensorState { id status } } } }
+}"""
+_STOP = "mutation($id: String) { stopSensor(id: $id) { __typename } }"
+
+
+def stop_sensors(url: str) -> list[str]:
+    """Stop every running sensor of the location through the webserver (as the UI's toggle
+    does), before a daemon starts: the test's runs are then the only ones. Their names."""
+    selector = {"repositoryLocationName": "freshness_pipeline", "repositoryName": "__repository__"}
+
+    def post(query: str, variables: dict[str, object]) -> dict:
+        body = httpx.post(f"{url}/graphql", json={"query": query, "variables": variables}, timeout=60).json()
+        assert not body.get("errors"), body
+        return body["data"]
+
+    stopped = []
+    for sensor in post(_SENSORS, {"selector": selector})["sensorsOrError"]["results"]:
+        if sensor["sensorState"]["status"] == "RUNNING":
+            done = post(_STOP, {"id": sensor["sensorState"]["id"]})["stopSensor"]
+            assert done["__typename"] == "StopSensorMutationResult", done
+            stopped.append(sensor["name"])
+    return stopped

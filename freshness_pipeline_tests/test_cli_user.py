@@ -141,9 +141,7 @@ def test_nonsense_arguments_are_refused(args: list[str], message: str, capsys: p
     assert capsys.readouterr().err.startswith(message)
 
 
-@pytest.mark.parametrize(
-    ("variable", "allowed"), [("FRESHNESS_PROGRESS", "bar, log, off"), ("FRESHNESS_LAUNCH", "launch, in-process")]
-)
+@pytest.mark.parametrize(("variable", "allowed"), [("FRESHNESS_PROGRESS", "bar, log, off")])
 def test_an_unknown_environment_value_is_refused(
     variable: str, allowed: str, dagster_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

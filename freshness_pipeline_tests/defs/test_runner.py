@@ -14,10 +14,10 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from freshness_pipeline.defs.runner import run_refresh
 from freshness_pipeline.defs.run_summary import summarize
+from freshness_pipeline.defs.runner import run_refresh
 from freshness_pipeline.demo.server import DocsSite
-from freshness_pipeline_tests.dagster_services import daemon, webserver
+from freshness_pipeline_tests.dagster_services import daemon, stop_sensors, webserver
 from freshness_pipeline_tests.defs.harness import SOURCE
 from freshness_pipeline_tests.sitegen import generate
 
@@ -80,9 +80,11 @@ def test_run_submit_goes_through_a_real_webserver_and_prints_the_runs_counts(
 ) -> None:
     site.publish(generate(3, sections_per_page=2, seed=9).markdown())
     env = {**os.environ, "PYTHONPATH": str(REPO), "DAGSTER_HOME": str(dagster_home), "FRESHNESS_SOURCES": str(sources)}
-    with webserver(env, tmp_path / "webserver.log") as url, daemon(env, tmp_path / "daemon.log"):
-        done = _cli(env, "run", "--submit", url, "--json")
-        text = _cli({**env, "FRESHNESS_DAGSTER_URL": url}, "run")  # the variable instead of the option
+    with webserver(env, tmp_path / "webserver.log") as url:
+        assert "tier_cadence_sensor" in stop_sensors(url)  # no run of theirs beside the test's
+        with daemon(env, tmp_path / "daemon.log"):
+            done = _cli(env, "run", "--submit", url, "--json")
+            text = _cli({**env, "FRESHNESS_DAGSTER_URL": url}, "run")  # the variable instead of the option
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     (outcome,) = [json.loads(line) for line in done.stdout.splitlines()]
     assert outcome["status"] == "success" and outcome["source"] == SOURCE, outcome

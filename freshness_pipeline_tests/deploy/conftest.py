@@ -14,6 +14,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import dagster as dg
@@ -23,6 +24,7 @@ import yaml
 from sqlalchemy import create_engine, make_url, text
 
 from freshness_pipeline_tests.conftest import PG_ADMIN_URL
+from freshness_pipeline_tests.dagster_services import daemon, stop_sensors, webserver
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -114,8 +116,16 @@ def deployment_env(tmp: Path, dagster_db: str, state_db: str, broker: dict[str, 
         "FRESHNESS_SOURCES": str(sources),
         "FRESHNESS_EXECUTOR": "celery",
         "FRESHNESS_IO_DIR": str(tmp / "shared-io"),  # every worker reads it (one machine here)
-        "FRESHNESS_LAUNCH": "launch",
     }
+
+
+def start_deployment(stack: ExitStack, env: dict[str, str], tmp: Path) -> None:
+    """The deployment's webserver (its sensors stopped: the test's runs are the only ones)
+    and daemon; `freshness run` submits to the webserver (`FRESHNESS_DAGSTER_URL`)."""
+    url = stack.enter_context(webserver(env, tmp / "webserver.log"))
+    stop_sensors(url)
+    stack.enter_context(daemon(env, tmp / "daemon.log"))
+    env["FRESHNESS_DAGSTER_URL"] = url
 
 
 def start_worker(env: dict[str, str], name: str, queues: tuple[str, ...], log: Path) -> subprocess.Popen[bytes]:

@@ -3,8 +3,8 @@ doc gives (Redis, and RabbitMQ with its `pyamqp://` URL): the Dagster instance (
 dagster.postgres.yaml) and the state store on Postgres, asset outputs in a folder every
 worker reads, two `dagster-celery worker` processes (`general` on the `dagster` queue,
 `embed` on the `embeddings` queue) configured, like the runs, by `FRESHNESS_CELERY_BROKER`
-alone. Three sources refreshed at once by three `freshness run` processes with
-`FRESHNESS_EXECUTOR=celery` build the same index as the in-process path, and the run events
+alone, the webserver and the daemon. Three sources refreshed at once by three `freshness run
+--submit` processes (`FRESHNESS_EXECUTOR=celery`) build the same index as the in-process path, and the run events
 show which worker executed each step: vector_index on `embed`, everything else on `general`.
 """
 
@@ -27,6 +27,7 @@ from freshness_pipeline_tests.deploy.conftest import (
     deployment_env,
     dump,
     records,
+    start_deployment,
     start_worker,
     stop_worker,
     wait_ready,
@@ -62,6 +63,7 @@ def test_three_sources_refresh_at_once_through_two_celery_workers(
         for n, q in workers.items():  # one after the other: the first creates Dagster's tables
             stack.callback(stop_worker, start_worker(env, n, (q,), tmp_path / f"{n}.log"))
             wait_ready(tmp_path / f"{n}.log", n)
+        start_deployment(stack, env, tmp_path)
 
         runs = [
             subprocess.Popen(

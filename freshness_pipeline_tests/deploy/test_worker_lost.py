@@ -25,6 +25,7 @@ from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.deploy.conftest import (
     deployment_env,
     dump,
+    start_deployment,
     start_worker,
     stop_worker,
     wait_ready,
@@ -77,6 +78,7 @@ def test_a_worker_killed_mid_step_hands_the_step_to_the_other(
             workers[n] = start_worker(env, n, ("dagster", "embeddings"), tmp_path / f"{n}.log")
             stack.callback(stop_worker, workers[n])
             wait_ready(tmp_path / f"{n}.log", n)
+        start_deployment(stack, env, tmp_path)
 
         run = _run(env)
         stack.callback(_end, run)
