@@ -1,15 +1,13 @@
 """Dagster alone: a job of the `refresh` job's shape whose steps do nothing, run as
-`FRESHNESS_LAUNCH=in-process freshness run` runs a refresh (`python -m bench.dagster_floor`,
-timed by `bench.overhead --commands floor`).
+`freshness run` runs a refresh (`python -m bench.dagster_floor`, timed by `bench.overhead`).
 
 Same shape: five assets on a dynamic `sources` partition, chained through Dagster's
 filesystem IO manager, with the refresh's seven asset checks, its six log lines, one
 resource, the `embeddings` pool and the in-process executor; the command adds the
 partition if it is missing, runs the job on the home's instance and reads the run's
-events back. Of freshness_pipeline it imports only the run coordinator that the home's
-`dagster.yaml` names (`defs/coordinator.py`), so its wall is what Dagster alone
-costs a quiet in-process refresh on this host: its import, the instance, the run's events
-and its step machinery. A quiet in-process `freshness run` beyond it is this project's own.
+events back. It imports nothing of freshness_pipeline, so its wall is what Dagster alone
+costs a quiet refresh on this host: its import, the instance, the run's events and its step
+machinery. A quiet `freshness run` beyond it is this project's own.
 """
 
 import atexit
@@ -19,7 +17,7 @@ import sys
 from collections.abc import Iterator
 
 # As the `freshness` script runs: Dagster, the definitions and the instance load with the
-# collector paused (`adapters/memory.py`), and the exit skips the final collections (`cli.entry`).
+# collector paused, and the exit skips the final collections (`adapters/memory.py`).
 gc.disable()
 atexit.register(gc.freeze)
 import dagster as dg  # noqa: E402
@@ -104,7 +102,7 @@ def main() -> int:
         raise_on_error=False,
         run_config={"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}},  # as `freshness run`
     )
-    events = instance.all_logs(result.run_id)  # as the refresh's summary reads its run
+    events = instance.all_logs(result.run_id)  # counted for its test (bench's own read)
     print(json.dumps({"run_id": result.run_id, "success": result.success, "events": len(events), "seconds": 0.0}))
     return 0 if result.success else 1
 

@@ -173,7 +173,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--embedder", default="local", choices=["local", "hashing"])
     p.add_argument("--backend", choices=["torch", "onnx", "onnx-int8"], help="the local model's (default: its default)")
     args = p.parse_args(argv)
-    os.environ.setdefault("FRESHNESS_LAUNCH", "in-process")
     os.environ.setdefault("FRESHNESS_PROGRESS", "off")
     root = corpora_root()
     print(f"load before: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")

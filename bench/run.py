@@ -1,13 +1,11 @@
 """The 10,000-page benchmark: `python -m bench.run [--pages 10000] [--home DIR] [--profile]
-[--scenarios first,quiet_etag] [--port N] [--launched] [--embedder local]`.
+[--scenarios first,quiet_etag] [--port N] [--embedder local]`.
 
 Four refreshes of one generated docs site through the real pipeline (`Index.refresh`:
 Dagster, SQLite, LanceDB, the hashing embedder or, with `--embedder local`, the shipped
 local model), each in a fresh client process so its
 peak memory is its own, against a server in yet another process. Each refresh runs the
-job in the client process (`FRESHNESS_LAUNCH=in-process`); `--launched` launches it as a
-run of the code location instead, as `freshness run` does (a run worker process, whose
-memory the sampler below does not see, and ~3-10 s of process starts):
+`refresh` job in the client process, as `freshness run` does:
 
   first        the first full run
   quiet_etag   nothing changed, the server honours ETags (304s)
@@ -55,17 +53,11 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated, in this order (default: all); later ones need the state `first` left in --home",
     )
     p.add_argument("--port", type=int, help="the site's port (default: a free one); keep it to reuse a --home")
-    p.add_argument(
-        "--launched",
-        action="store_true",
-        help="launch each refresh as a run of the code location, as `freshness run` does (default: in-process, "
-        "so the figures are the pipeline's and the peak RSS covers the process doing the work)",
-    )
     p.add_argument("--embedder", default="hashing", choices=("hashing", "local"), help="the embedder of the run")
     p.add_argument("--client", help=argparse.SUPPRESS)  # internal: run one scenario in this process
     args = p.parse_args(argv)
     if args.client:
-        print(json.dumps(_client(args.client, Path(args.home), args.port, args.profile, args.launched)))
+        print(json.dumps(_client(args.client, Path(args.home), args.port, args.profile)))
         return 0
     chosen = [n.strip() for n in args.scenarios.split(",") if n.strip()]
     if unknown := [n for n in chosen if n not in SCENARIOS]:
@@ -85,8 +77,7 @@ def main(argv: list[str] | None = None) -> int:
             }
         )
     )
-    mode = "launched as runs of the code location" if args.launched else "in-process"
-    mode += f", {args.embedder} embedder"
+    mode = f"{args.embedder} embedder"
     print(f"{args.pages} pages, home {home}, {os.cpu_count()} cores, {mode}; {_calibration()}")
     print(
         f"{'scenario':<12} {'wall s':>8} {'pages/s':>8} {'cpu':>5} {'peak MiB':>9} {'embedded':>9} {'load':>5}  notes",
@@ -96,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in chosen:
         spec = SCENARIOS[name]
         spec = SiteSpec(args.pages, spec.version, spec.etags, spec.noise)
-        r = _scenario(name, spec, home, port, args.profile, args.launched)
+        r = _scenario(name, spec, home, port, args.profile)
         notes = f"crawled {r['crawled']}, changed {r['changed']}, status {r['status']}"
         if name == "churn":
             truth = changed_sections(args.pages, 0, 1)
@@ -116,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failed else 0
 
 
-def _scenario(name: str, spec: SiteSpec, home: Path, port: int, profile: bool, launched: bool) -> dict[str, Any]:
+def _scenario(name: str, spec: SiteSpec, home: Path, port: int, profile: bool) -> dict[str, Any]:
     ctx = multiprocessing.get_context("spawn")
     ready = ctx.Event()
     server = ctx.Process(target=serve, args=(spec, port, ready), daemon=True)
@@ -125,7 +116,7 @@ def _scenario(name: str, spec: SiteSpec, home: Path, port: int, profile: bool, l
         if not ready.wait(120):
             raise RuntimeError("the bench site did not start")
         cmd = [sys.executable, "-m", "bench.run", "--client", name, "--home", str(home), "--port", str(port)]
-        cmd += (["--profile"] if profile else []) + (["--launched"] if launched else [])
+        cmd += ["--profile"] if profile else []
         out = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if out.returncode != 0:
             raise RuntimeError(f"scenario {name} failed:\n{out.stderr[-4000:]}")
@@ -135,14 +126,10 @@ def _scenario(name: str, spec: SiteSpec, home: Path, port: int, profile: bool, l
         server.join()
 
 
-def _client(name: str, home: Path, port: int, profile: bool, launched: bool) -> dict[str, Any]:
+def _client(name: str, home: Path, port: int, profile: bool) -> dict[str, Any]:
     """One refresh from this process; what it cost, measured from just before the run."""
     os.environ["DAGSTER_HOME"] = str(home)
     os.environ["FRESHNESS_SOURCES"] = str(home / "sources.yaml")
-    if launched:
-        os.environ.pop("FRESHNESS_LAUNCH", None)
-    else:
-        os.environ["FRESHNESS_LAUNCH"] = "in-process"
     from freshness_pipeline import open_index
 
     index = open_index(home, home / "sources.yaml")
@@ -167,7 +154,7 @@ def _client(name: str, home: Path, port: int, profile: bool, launched: bool) -> 
         "wall_s": wall,
         "cpu_s": cpu,
         "peak_rss_mib": sampler.peak / 2**20,
-        "steps": _steps(result.get("run_id"), sampler.samples) if not launched else {},
+        "steps": _steps(result.get("run_id"), sampler.samples),
         **{k: result.get(k, 0) for k in ("status", "crawled", "new", "changed", "embedded", "deleted")},
         "message": result.get("message", ""),
     }
