@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
 from .adapters.memory import no_collections_at_exit
 from .config import ConfigError, Settings, load_settings, sources_path
@@ -33,7 +33,10 @@ from .core.alerts import alert_reasons
 from .core.run_counts import PAGES, counts_text, run_line
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from .adapters.webhooks import Delivery
+    from .frames import Frames
     from .pipeline.reconcile import ReconcileReport
     from .pipeline.search import Result as Hit
 
@@ -252,6 +255,35 @@ class Index:
         for name in self.names(source):
             with _environment(self.home, self.sources_file):
                 yield from dump(self.settings, name)
+
+    def table(self, name: str, source: str | None = None, **options: Any) -> pa.Table:
+        """A table of `core/tables.py` (`manifest`, `history`, `golden`, `golden_misses`,
+        `weak`, `runs`, `review`; see `frames.py`) as an Arrow table of typed columns, of one
+        source or of every source (a `source` column first; `weak` is every source's).
+        `options`: `limit` (history, runs) or `days` (weak)."""
+        from .core.tables import READ
+
+        if name not in READ:
+            raise ValueError(f"no table {name!r}: one of {', '.join(READ)}")
+        with _environment(self.home, self.sources_file):
+            from .adapters.arrow_tables import arrow_table
+            from .pipeline.tables import read_all
+
+            table, rows = read_all(self.settings, self.names(source), READ[name], **options)
+            return arrow_table(rows, table)
+
+    def dump_manifest(self, out: BinaryIO, fmt: Literal["parquet", "csv"], source: str | None = None) -> None:
+        """Write the manifest (`table("manifest")`) to `out` as Parquet or CSV."""
+        from .adapters.arrow_tables import write
+
+        write(self.table("manifest", source), out, fmt)
+
+    @property
+    def frames(self) -> Frames:
+        """The tables as pandas DataFrames (the `[pandas]` extra): `frames.py`."""
+        from .frames import Frames
+
+        return Frames(self)
 
     def weak(self, days: float = 90) -> list[dict[str, Any]]:
         """Searches of the last `days` whose best match was weak, newest first."""

@@ -42,6 +42,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "openai": ("openai", "tiktoken", "bpe_openai"),
     "pinecone": ("pinecone",),
     "celery": ("dagster_celery",),
+    "pandas": ("pandas",),  # the public API's frames (frames.py)
 }
 
 

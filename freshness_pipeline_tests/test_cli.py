@@ -8,17 +8,20 @@ import contextlib
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import dagster as dg
+import pyarrow.parquet as pq
 import pytest
 import yaml
 from sqlalchemy import create_engine, text
 
 from freshness_pipeline.cli import main, run_lines
 from freshness_pipeline.core import run_counts
+from freshness_pipeline.core.tables import GOLDEN, HISTORY
 from freshness_pipeline.defs.tags import ALLOW_SPIKE_TAG
 from freshness_pipeline.demo.run import SITE
 from freshness_pipeline.demo.server import DocsSite, load_folder
@@ -253,11 +256,12 @@ def test_the_code_location_and_the_reading_commands_load_no_pandas(dagster_home:
 
 
 def test_a_refresh_and_the_reading_commands_work_without_pandas(dagster_home: Path) -> None:
-    """pandas is no dependency (pyarrow imports it wherever it is installed, ~1 s of every
-    process that opens the index): with it hidden as if not installed, a refresh with a
-    golden set, its metrics step and the tables it records, `status` and `weak` all work."""
+    """pandas is the [pandas] extra, for the public API's frames only: with it hidden as if
+    not installed, a refresh with a golden set, its metrics step and the tables it records,
+    `status`, `weak` and `dump --format parquet` all work."""
     golden = dagster_home / "golden.yaml"
     golden.write_text(yaml.safe_dump([{"query": "two-factor authentication", "expect": "/security/"}]))
+    parquet = dagster_home / "manifest.parquet"
     probe = (
         "import sys\n"
         "class NoPandas:\n"
@@ -266,7 +270,9 @@ def test_a_refresh_and_the_reading_commands_work_without_pandas(dagster_home: Pa
         "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
         "sys.meta_path.insert(0, NoPandas())\n"
         "from freshness_pipeline.cli import main\n"
-        "codes = [main([*cmd, '--sources', sys.argv[1]]) for cmd in (['run'], ['status'], ['weak', '--json'])]\n"
+        "out = sys.argv[2]\n"
+        "cmds = (['run'], ['status'], ['weak', '--json'], ['dump', '--format', 'parquet', '-o', out])\n"
+        "codes = [main([*cmd, '--sources', sys.argv[1]]) for cmd in cmds]\n"
         "print(codes, file=sys.stderr)\n"
     )
     with DocsSite() as site:
@@ -276,16 +282,25 @@ def test_a_refresh_and_the_reading_commands_work_without_pandas(dagster_home: Pa
         body["sources"][0]["golden_set"] = golden.name
         path.write_text(yaml.safe_dump(body))
         done = subprocess.run(
-            [sys.executable, "-c", probe, str(path)], capture_output=True, text=True, env=dict(os.environ), timeout=300
+            [sys.executable, "-c", probe, str(path), str(parquet)],
+            capture_output=True,
+            text=True,
+            env=dict(os.environ),
+            timeout=300,
         )
-    assert done.returncode == 0 and done.stderr.strip().splitlines()[-1] == "[0, 0, 0]", done.stderr[-3000:]
+    assert done.returncode == 0 and done.stderr.strip().splitlines()[-1] == "[0, 0, 0, 0]", done.stderr[-3000:]
+    keys = [json.loads(line)["key"] for line in cli("dump", "--sources", str(path))[0].splitlines()]
+    assert sorted(pq.read_table(parquet).column("key").to_pylist()) == sorted(set(keys))  # one row per section
     assert "measured_at" in done.stdout and done.stdout.rstrip().endswith("[]"), done.stdout  # no weak search yet
     (mat,) = dg.DagsterInstance.get().fetch_materializations(dg.AssetKey("freshness_metrics"), limit=1).records
     meta = mat.asset_materialization.metadata
     history, table = meta["history"].value, meta["golden"].value
-    assert [(c.name, c.type) for c in history.schema.columns][:2] == [("measured_at", "string"), ("score", "float")]
+    # The catalog's tables have the frames' columns (core/tables.py), measured_at a timestamp shown in UTC minutes.
+    assert [(c.name, c.type) for c in history.schema.columns] == list(HISTORY.columns)
+    assert [(c.name, c.type) for c in table.schema.columns] == list(GOLDEN.columns)
     (row,) = [r.data for r in history.records]
     assert row["score"] == round(meta["score"].value, 4) and row["age_median_h"] is not None
     assert [c.type for c in table.schema.columns] == ["string", "string", "bool", "int", "bool", "string"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", row["measured_at"]), row
     (case,) = [r.data for r in table.records]
     assert case["rank"] == 1 and case["top"].endswith("/security") and case["stale_prone"] is False, case

@@ -39,9 +39,11 @@ CORE_IO_EXCEPTIONS: Mapping[str, frozenset[str]] = {f"{PACKAGE}.core.tokens": fr
 # The modules that build the asset graph: the CLI process never loads them (a launched run does).
 ASSET_GRAPH = frozenset(f"{PACKAGE}.defs.{m}" for m in ("definitions", "assets", "checks", "metrics_assets", "sensors"))
 DATABASE_LIBRARIES = frozenset({"sqlalchemy", "alembic"})
-# Not dependencies, though installed beside the package in some venvs (pyarrow imports pandas
-# wherever it is: ~1 s of every process that opens the index). Metric tables are rows.
-NOT_DEPENDENCIES = frozenset({"pandas"})
+# pandas is the [pandas] extra, for the public API's DataFrames: only frames.py imports it, inside
+# its functions, and only the public API imports frames.py, so neither a refresh nor a reading
+# command loads it through the package. (pyarrow loads it wherever it is installed, when the
+# vector store opens: docs/architecture.md.)
+FRAMES = f"{PACKAGE}.frames"
 # The packages of pyproject.toml's extras (what the default install lacks), with their extra:
 # a module importing one when it loads must itself be imported only inside a function.
 OPTIONAL: Mapping[str, str] = {
@@ -129,8 +131,10 @@ def violation(imp: Import) -> str | None:
         return "nothing outside the tests imports test code"
     if not m.startswith(PACKAGE + ".") and m != PACKAGE:
         return None
-    if top in NOT_DEPENDENCIES:
-        return f"{top} is no dependency of the package"
+    if top == "pandas" and (m != FRAMES or (imp.on_load and not imp.typing_only)):
+        return "pandas only in frames.py, inside a function (the [pandas] extra)"
+    if _is(t, frozenset({FRAMES})) and m not in (FRAMES, f"{PACKAGE}.api"):
+        return "only the public API imports frames.py (pandas is never on a refresh's path)"
     if top.startswith("dagster") and not _within(m, "defs"):
         return "Dagster only in defs/"
     if _within(m, "core"):
@@ -315,8 +319,11 @@ def _tree(**modules: str) -> dict[str, Source]:
         ({"core__tokens": "import subprocess"}, "core does no I/O"),  # its exception is os/tempfile/pathlib only
         ({"core__x": "import httpx"}, "core imports only core, the standard library and pure text libraries"),
         ({"core__x": "import yaml"}, "core imports only core, the standard library and pure text libraries"),
-        ({"defs__metrics_assets": "def table():\n    import pandas as pd\n"}, "pandas is no dependency"),
-        ({"pipeline__ports": "if TYPE_CHECKING:\n    from pandas import DataFrame\n"}, "pandas is no dependency"),
+        ({"defs__metrics_assets": "def table():\n    import pandas as pd\n"}, "pandas only in frames.py"),
+        ({"pipeline__ports": "if TYPE_CHECKING:\n    from pandas import DataFrame\n"}, "pandas only in frames.py"),
+        ({"frames": "import pandas as pd\n"}, "pandas only in frames.py, inside a function"),
+        ({"pipeline__metrics": "from ..frames import Frames\n"}, "only the public API imports frames.py"),
+        ({"defs__assets": "def f():\n    from .. import frames\n"}, "only the public API imports frames.py"),
         (
             {"core__tiers": "def f():\n    from ..config import TierPolicy\n"},
             "core imports only core, the standard library and pure text libraries",
@@ -347,6 +354,8 @@ def test_allowed_imports_pass() -> None:
         progress="",
         config="",
         bench__run="import dagster\nfrom freshness_pipeline.defs import assets\n",
+        frames="from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pandas\ndef f():\n    import pandas\n",
+        api="def frames():\n    from .frames import Frames\n",
     )
     assert problems(tree) == []
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from freshness_pipeline.api import open_index
 from freshness_pipeline.cli import main
 from freshness_pipeline.config import EXTRAS, ConfigError, load_settings
 from freshness_pipeline.defs.executors import EXECUTOR_ENV, refresh_executor
@@ -46,7 +47,7 @@ def test_the_default_install_has_no_torch_and_no_duplicates() -> None:
     assert len(default) == len(set(default)), sorted(n for n in default if default.count(n) > 1)
     extras = project["optional-dependencies"]
     assert {_name(r) for r in extras["torch"]} == TORCH_FAMILY - {"transformers"}  # sentence-transformers brings it
-    assert not {"markdown", "pandas"} & set(default)  # one markdown parser: markdown-it-py; tables are rows
+    assert not {"markdown", "pandas"} & set(default)  # one markdown parser: markdown-it-py; pandas: [pandas]
 
 
 def test_each_package_is_declared_once_and_dev_takes_every_extra_but_the_peers() -> None:
@@ -110,6 +111,18 @@ def test_the_celery_executor_without_its_extra_names_the_extra_to_install(monkey
     monkeypatch.setitem(sys.modules, "dagster_celery", None)
     with pytest.raises(ValueError, match=re.escape("$FRESHNESS_EXECUTOR=celery needs the [celery] extra")):
         refresh_executor()
+
+
+def test_a_frame_without_pandas_names_the_extra_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "sources.yaml"
+    path.write_text(SITE)
+    frames = open_index(tmp_path, path).frames
+    monkeypatch.setitem(sys.modules, "pandas", None)  # as if not installed
+    with pytest.raises(ConfigError) as err:
+        frames.manifest()
+    assert str(err.value) == (
+        "a DataFrame needs the [pandas] extra (pandas not installed): pip install 'freshness_pipeline[pandas]'"
+    )
 
 
 def test_package_data_exists() -> None:

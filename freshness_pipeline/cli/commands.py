@@ -5,6 +5,7 @@ each call, so a command loads only what it uses (`status` and `search` never loa
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -169,17 +170,41 @@ def run(
     return 1 if failed else 0
 
 
-@app.command(cls=_Command, help="every record in the vector index, as JSON lines")
+class DumpFormat(StrEnum):
+    jsonl = "jsonl"
+    parquet = "parquet"
+    csv = "csv"
+
+
+@app.command(
+    cls=_Command,
+    help="every record in the vector index, as JSON lines; with --format parquet or csv, the manifest "
+    "(one row per section: key, url, heading path, content hash, as_of, chunks, ...) for other tools",
+)
 def dump(
     ctx: typer.Context,
     source: Annotated[
         str | None,
         typer.Option("--source", metavar="NAME", help="only this source's records (default: every source)"),
     ] = None,
+    fmt: Annotated[DumpFormat, typer.Option("--format", help="jsonl: the records; parquet, csv: the manifest")] = (
+        DumpFormat.jsonl
+    ),
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", metavar="FILE", help="write here (default: standard output)")
+    ] = None,
     sources: SourcesFile = None,
 ) -> int:
-    for rec in _index(ctx, sources).records(source):
-        print(json.dumps(rec, sort_keys=True, default=str))
+    index = _index(ctx, sources)
+    if fmt is DumpFormat.jsonl:
+        with open(output, "w") if output else contextlib.nullcontext(sys.stdout) as out:
+            for rec in index.records(source):
+                print(json.dumps(rec, sort_keys=True, default=str), file=out)
+        return 0
+    if output is None and fmt is DumpFormat.parquet and sys.stdout.isatty():
+        raise typer.BadParameter("Parquet is binary: pass --output FILE (or redirect standard output)")
+    with open(output, "wb") if output else contextlib.nullcontext(sys.stdout.buffer) as out:
+        index.dump_manifest(out, "parquet" if fmt is DumpFormat.parquet else "csv", source)
     return 0
 
 

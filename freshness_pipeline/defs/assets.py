@@ -26,6 +26,7 @@ from ..adapters.state.staging import StagingGone
 from ..config import ConfigError, Settings, load_settings
 from ..core.noise import NORMALIZER_VERSION
 from ..core.segment import CHUNKER_VERSION
+from ..core.tables import PAGES_IN_ERROR, TOP_PAGES
 from ..core.tiers import TIERS
 from ..pipeline.context import versions_for
 from ..pipeline.crawl import CrawlReport, crawl
@@ -167,8 +168,8 @@ def fetched_pages(
             "seconds": round(report.seconds, 3),
             "tier": report.tier or "all",
             **{f"pages_{t}": report.tiers.get(t, 0) for t in TIERS},
-            "errors_by_page": table(sorted(report.errors.items())[:50], ("page", "reason")),
-            "skipped_by_page": table(sorted(report.skipped.items())[:50], ("page", "reason")),
+            "errors_by_page": table(sorted(report.errors.items())[:50], PAGES_IN_ERROR),
+            "skipped_by_page": table(sorted(report.skipped.items())[:50], PAGES_IN_ERROR),
             "warnings": dg.MetadataValue.json(report.warnings),
             # The pages an operator should look at (the CLI prints them from here).
             "pages_to_review": dg.MetadataValue.json(
@@ -242,7 +243,7 @@ def diff_plan(
             "change_share": round(plan.change_share, 4),
             "indexed_before": plan.indexed_before,
             "seconds": round(plan.seconds, 3),
-            "top_changed_pages": table(plan.top_pages(), ("page", "sections written")),
+            "top_changed_pages": table(plan.top_pages(), TOP_PAGES),
         },
     )
     yield from checks
@@ -280,7 +281,7 @@ def vector_index(
                 "run_start_to_searchable_s": _seconds_since_run_start(context),
                 "namespace": report.namespace,
                 **({"reindex_reason": report.reindex_reason} if report.reindex_reason else {}),
-                "top_changed_pages": table(diff_plan.top_pages(), ("page", "sections written")),
+                "top_changed_pages": table(diff_plan.top_pages(), TOP_PAGES),
                 # the source's sections indexed, after the commit
                 ROW_COUNT: dg.MetadataValue.int(ctx.store.manifest.count(ctx.name)),
                 URI: dg.MetadataValue.text(index_uri(ctx.settings, report.namespace)),

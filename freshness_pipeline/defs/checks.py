@@ -34,6 +34,7 @@ from ..core.alerts import alert_reasons
 from ..core.cadence import intervals
 from ..core.freshness import freshness_score
 from ..core.spike import SpikeVerdict, history_shares, judge, suspects
+from ..core.tables import PAGES_FOR_REVIEW, SUSPECTS, TOP_PAGES
 from ..pipeline.context import SourceContext
 from ..pipeline.crawl import CrawlReport
 from ..pipeline.metrics import FreshnessReport
@@ -174,8 +175,8 @@ def change_spike(ctx: SourceContext, plan: PlanReport, *, allowed: bool) -> dg.A
             check_name=name, passed=True, metadata=metadata, description=_spike_rule(verdict, policy, False)
         )
     found = suspects(changed_sample(ctx, plan, SUSPECT_SAMPLE))
-    metadata["top_pages"] = table(plan.top_pages(), ("page", "sections written"))
-    metadata["suspects"] = table(found, ("phrase added (+) / removed (-)", "changed sections"))
+    metadata["top_pages"] = table(plan.top_pages(), TOP_PAGES)
+    metadata["suspects"] = table(found, SUSPECTS)
     return dg.AssetCheckResult(
         check_name=name,
         passed=False,
@@ -246,7 +247,7 @@ def flagged_pages(report: CrawlReport) -> dg.AssetCheckResult:
         + (" ..." if len(flagged) > 3 else "")
         if flagged
         else "no page flagged for review",
-        metadata={"flagged": len(flagged), "pages": table(flagged[:LIST_MAX], ("page", "why"))},
+        metadata={"flagged": len(flagged), "pages": table(flagged[:LIST_MAX], PAGES_FOR_REVIEW)},
     )
 
 
@@ -268,7 +269,7 @@ def pages_not_checked(report: CrawlReport) -> dg.AssetCheckResult:
             "skipped": len(report.skipped),
             "errors": len(report.errors),
             "not_checked_share": round(share, 4),
-            "pages": table(sorted(unchecked.items())[:LIST_MAX], ("page", "why")),
+            "pages": table(sorted(unchecked.items())[:LIST_MAX], PAGES_FOR_REVIEW),
         },
     )
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import dagster as dg
 
 from ..adapters.vectorstores.lance_paths import table_folder
 from ..config import Settings, dagster_home
+from ..core.tables import Kind, Table, utc_minute
 
 # vector_index's metadata besides the run's counts (`run_summary.summarize` tells them apart)
 INDEX_EXTRAS = (
@@ -26,18 +27,21 @@ URI = "dagster/uri"
 DEFAULT_OWNERS = ("team:freshness",)  # without `owners:` in the sources file
 
 
-def table(rows: Sequence[tuple[str, object]], headers: tuple[str, str]) -> dg.TableMetadataValue:
-    """A two-column typed table (the second column an int when every value is one)."""
-    numeric = all(isinstance(b, int) and not isinstance(b, bool) for _, b in rows)
-    schema = dg.TableSchema(
-        columns=[dg.TableColumn(headers[0], "string"), dg.TableColumn(headers[1], "int" if numeric else "string")]
-    )
-    records = [dg.TableRecord({headers[0]: str(a), headers[1]: _cell(b, numeric)}) for a, b in rows]
-    return dg.MetadataValue.table(records, schema=schema)
+def table(rows: Iterable[Sequence[object] | Mapping[str, object]], schema: Table) -> dg.TableMetadataValue:
+    """A typed table of `schema`'s columns (`core/tables.py`, shared with the frames), from
+    rows as tuples in its order or as dicts by name; timestamps shown as UTC minutes."""
+    records = []
+    for row in rows:
+        values = row if isinstance(row, Mapping) else dict(zip(schema.names, row, strict=True))
+        records.append(dg.TableRecord({name: _cell(values[name], kind) for name, kind in schema.columns}))
+    columns = [dg.TableColumn(name, kind) for name, kind in schema.columns]
+    return dg.MetadataValue.table(records, schema=dg.TableSchema(columns=columns))
 
 
-def _cell(value: object, numeric: bool) -> int | str:
-    return value if numeric and isinstance(value, int) else str(value)
+def _cell(value: object, kind: Kind) -> str | int | float | bool | None:
+    if value is None or isinstance(value, str | int | float | bool) and kind != "timestamp":
+        return value
+    return utc_minute(float(value)) if kind == "timestamp" else str(value)  # type: ignore[arg-type]
 
 
 def index_uri(settings: Settings, namespace: str) -> str:

@@ -2,51 +2,36 @@
 against the index, miss counters (and the re-index they may request), and change-event
 delivery to webhooks. Metric history is rendered from the state store as a table."""
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
 import dagster as dg
 
-from ..pipeline.history import HISTORY_SHOWN, history_rows
+from ..core.tables import GOLDEN, HISTORY
+from ..pipeline.history import history_values
 from ..pipeline.indexing import IndexReport
 from ..pipeline.metrics import after_run
 from ..pipeline.planning import PlanReport
 from .assets import SETTINGS_AT_LOAD, catalog_owners, stage_tags
 from .checks import FRESHNESS_ALERT, freshness_alert
+from .metadata import table
 from .partitions import sources_partitions
 from .resources import FreshnessResource
-
-# The columns of the two tables and their types (`GoldenRun.rows()` for the golden set).
-HISTORY_TYPES = {name: "string" if name == "measured_at" else "float" for name in HISTORY_SHOWN}
-GOLDEN_TYPES = {
-    "query": "string",
-    "expect": "string",
-    "stale_prone": "bool",
-    "rank": "int",
-    "stale": "bool",
-    "top": "string",
-}
 
 
 def _float(value: float) -> dg.FloatMetadataValue:
     return dg.MetadataValue.float(round(float(value), 4))
 
 
-def _table(rows: list[dict[str, Any]], types: Mapping[str, str]) -> dg.TableMetadataValue:
-    records = [dg.TableRecord({name: r[name] for name in types}) for r in rows]
-    schema = dg.TableSchema(columns=[dg.TableColumn(name, kind) for name, kind in types.items()])
-    return dg.MetadataValue.table(records, schema=schema)
-
-
 def history_table(rows: list[dict[str, Any]]) -> dg.TableMetadataValue:
     """The `history` table: the state store's latest measurements as people read them."""
-    return _table(history_rows(rows), HISTORY_TYPES)
+    return table(history_values(rows), HISTORY)
 
 
 def golden_table(rows: list[dict[str, Any]]) -> dg.TableMetadataValue:
     """The `golden` table: one row per golden query, its rank None when it was not found."""
-    return _table(rows, GOLDEN_TYPES)
+    return table(rows, GOLDEN)
 
 
 @dg.asset(

@@ -4,44 +4,40 @@ status` show it, and the searches whose best match was weak (`freshness weak`)."
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
 from ..adapters.state.store import StateStore
 from ..config import Settings, state_url
+from ..core.tables import HISTORY, utc_minute
 
-HISTORY_COLUMNS = [
-    "measured_at",
-    "score",
-    "stale_share",
-    "age_median_s",
-    "lag_p90_s",
-    "stale_retrieval_rate",
-    "hit_at_5",
-    "mrr",
-]
+# The table's columns (core/tables.py HISTORY) and the state store's behind them: ages and
+# lags are stored in seconds, shown in hours.
+HOURS = {"age_median_h": "age_median_s", "lag_p90_h": "lag_p90_s"}
+HISTORY_COLUMNS = [HOURS.get(c, c) for c in HISTORY.names]
 
 
-HOURS = ("age_median_s", "lag_p90_s")  # shown in hours, renamed *_h
-HISTORY_SHOWN = [c.removesuffix("_s") + "_h" if c in HOURS else c for c in HISTORY_COLUMNS]  # their names as shown
-
-
-def history_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The metric history as people read it, in Dagster and `freshness status`: times as
-    UTC minutes, ages and lags in hours (2 places), the rest rounded to 4 places."""
+def history_values(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The metric history in the table's columns: ages and lags in hours (2 places), the
+    rest rounded to 4 places, `measured_at` in POSIX seconds, NaN as None."""
     out = []
     for r in rows:
         row: dict[str, Any] = {}
-        for col, name in zip(HISTORY_COLUMNS, HISTORY_SHOWN, strict=True):
+        for col, name in zip(HISTORY_COLUMNS, HISTORY.names, strict=True):
             v = r.get(col)
             if v is None or (isinstance(v, float) and math.isnan(v)):
                 row[name] = None
             elif col == "measured_at":
-                row[name] = time.strftime("%Y-%m-%d %H:%M", time.gmtime(v))
+                row[name] = float(v)
             else:
-                row[name] = round(float(v) / 3600, 2) if col in HOURS else round(float(v), 4)
+                row[name] = round(float(v) / 3600, 2) if name in HOURS else round(float(v), 4)
         out.append(row)
     return out
+
+
+def history_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The metric history as people read it, in `freshness status`: `history_values` with
+    times as UTC minutes."""
+    return [{**r, "measured_at": utc_minute(r["measured_at"])} for r in history_values(rows)]
 
 
 def weak_searches(settings: Settings, *, days: float) -> list[dict[str, Any]]:

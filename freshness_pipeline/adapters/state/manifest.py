@@ -81,6 +81,20 @@ class Manifest:
             for r in conn.execution_options(yield_per=_STREAM_ROWS).execute(q):
                 yield SectionTimes(r.url, r.changed_at, r.indexed_at)
 
+    def summaries(self, source: str) -> Iterator[dict[str, Any]]:
+        """Every chunk's columns but its text (key, url, heading_path, title, content_hash,
+        as_of, chunk_index, tokens, changed_at, indexed_at), by page and position, streamed."""
+        t = schema.sections
+        columns = (t.c.key, t.c.url, t.c.heading_path, t.c.title, t.c.content_hash, t.c.as_of, t.c.chunk_index)
+        q = (
+            select(*columns, t.c.tokens, t.c.changed_at, t.c.indexed_at)
+            .where(t.c.source == source)
+            .order_by(t.c.url, t.c.ordinal, t.c.chunk_index)
+        )
+        with self.engine.connect() as conn:
+            for r in conn.execution_options(yield_per=_STREAM_ROWS).execute(q):
+                yield r._asdict()
+
     def resolve_key(self, source: str | None, key: str) -> tuple[str, list[str]]:
         """Follow key redirects to the current key; returns (key, the hops taken)."""
         t = schema.key_redirects

@@ -31,8 +31,8 @@ class MetricsStore:
         with self.engine.begin() as conn:
             conn.execute(schema.freshness_metrics.insert(), [dict(row)])
 
-    def history(self, source: str, limit: int = 20) -> list[dict[str, Any]]:
-        """The latest `limit` measurements of a source, oldest first, every column of the table."""
+    def history(self, source: str, limit: int | None = 20) -> list[dict[str, Any]]:
+        """The latest `limit` (None: every) measurements of a source, oldest first, every column of the table."""
         t = schema.freshness_metrics
         q = select(t).where(t.c.source == source).order_by(t.c.id.desc()).limit(limit)
         with self.engine.connect() as conn:

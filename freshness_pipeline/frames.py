@@ -1,0 +1,88 @@
+"""The index's tables as pandas DataFrames, for notebooks: `open_index(...).frames`.
+
+    frames = open_index("dagster_home", "sources.yaml").frames
+    frames.manifest()        # one row per section: key, url, heading path, content hash, as_of, chunks
+    frames.history()         # the freshness measurements per source, oldest first
+    frames.golden()          # the golden set run against the index now, one row per query
+    frames.golden_misses()   # consecutive and total misses per golden query and expected section
+    frames.weak()            # the searches whose best match was weak, newest first
+    frames.runs()            # the last committed runs' counts, newest first, per source
+    frames.review()          # the pages flagged for review
+
+Each frame has the columns of its table in `core/tables.py` (the catalog's tables have the
+same), after a `source` column for those kept per source, typed: pandas' nullable string,
+Int64, Float64 and boolean dtypes, and UTC timestamps. pandas is the `[pandas]` extra; this
+module imports it only when a frame is asked for (never on a refresh's path).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .config import ConfigError, require_extra
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
+
+    from .api import Index
+
+
+class Frames:
+    def __init__(self, index: Index) -> None:
+        self._index = index
+
+    def manifest(self, source: str | None = None) -> pd.DataFrame:
+        """One row per section of the active index: key, url, heading path (" > "), title,
+        content hash (of its chunks'), as_of (the day it is true as of), chunks, tokens,
+        when its text changed and when it was indexed."""
+        return self._frame("manifest", source)
+
+    def history(self, source: str | None = None, limit: int | None = None) -> pd.DataFrame:
+        """The freshness measurements (`limit` latest per source, default every one), oldest first."""
+        return self._frame("history", source, limit=limit)
+
+    def golden(self, source: str | None = None) -> pd.DataFrame:
+        """Each source's golden set run against its active index now (the search a user gets,
+        as after every refresh; misses are not counted): query, expect, stale_prone, rank
+        (empty: not in the first 10), stale (the top 5 held stale text), top (the first URL)."""
+        return self._frame("golden", source)
+
+    def golden_misses(self, source: str | None = None) -> pd.DataFrame:
+        """The miss counters: per golden query and per expected section, the consecutive and
+        total misses and the runs counted."""
+        return self._frame("golden_misses", source)
+
+    def weak(self, days: float = 90) -> pd.DataFrame:
+        """The searches of the last `days` whose best match was weak, newest first."""
+        return self._frame("weak", None, days=days)
+
+    def runs(self, source: str | None = None, limit: int = 20) -> pd.DataFrame:
+        """The `limit` last committed runs per source, newest first, with every count."""
+        return self._frame("runs", source, limit=limit)
+
+    def review(self, source: str | None = None) -> pd.DataFrame:
+        """The pages flagged for review (soft 404s, bot walls, repeated errors) and why."""
+        return self._frame("review", source)
+
+    def _frame(self, table: str, source: str | None, **options: Any) -> pd.DataFrame:
+        require_pandas()
+        return to_frame(self._index.table(table, source, **options))
+
+
+def require_pandas() -> None:
+    """The one-line error of a frame asked for without the `[pandas]` extra."""
+    try:
+        require_extra("pandas", "a DataFrame")
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def to_frame(data: pa.Table) -> pd.DataFrame:
+    """An Arrow table as a DataFrame of pandas' nullable dtypes (timestamps stay UTC)."""
+    import pandas as pd
+    import pyarrow as pa
+
+    types = {pa.string(): pd.StringDtype(), pa.int64(): pd.Int64Dtype(), pa.float64(): pd.Float64Dtype()}
+    types[pa.bool_()] = pd.BooleanDtype()
+    return data.to_pandas(types_mapper=types.get)
