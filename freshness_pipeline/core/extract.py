@@ -96,7 +96,7 @@ def _parse(html: str) -> tuple[HtmlElement | None, str | None]:
     )
     tree = fromstring(html.encode("utf-8", "surrogatepass"), parser=parser)
     if any(_TOO_DEEP in e.message for e in parser.error_log):
-        return tree, "HTML nested over 2048 levels deep cannot be parsed whole: the page is not read (a page that had text keeps it)"
+        return tree, "HTML nested over 2048 levels deep cannot be parsed whole: not read (a page with text keeps it)"
     return tree, None
 
 
