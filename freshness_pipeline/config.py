@@ -71,10 +71,13 @@ Regex = Annotated[str, AfterValidator(_compiles)]
 
 def _http_url(url: str) -> str:
     """An absolute http(s) URL: a bare host (`docs.example.com/sitemap.xml`) would be read
-    as a path and only fail at the run's first fetch, as a host outside the scope."""
+    as a path and only fail at the run's first fetch, as a host outside the scope. No
+    credentials: they would be sent to every page and written in logs and run records."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError("must be an absolute http(s) URL, like https://docs.example.com/sitemap.xml")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError("must not hold credentials (user:password@): a source crawls public pages")
     return url
 
 
@@ -97,7 +100,16 @@ Days = Annotated[float, Field(strict=True, gt=0, le=36_500.0)]
 Batch = Annotated[int, Field(strict=True, ge=1, le=10_000)]
 
 
+def _header_value(value: str) -> str:
+    """Text sent in an HTTP header: one line of printable characters (a CR or LF would fail
+    every request of every run as an illegal header value)."""
+    if bad := sorted({f"U+{ord(c):04X}" for c in value if ord(c) < 0x20 or ord(c) == 0x7F}):
+        raise ValueError(f"is sent in the User-Agent header and must be one line; it holds {', '.join(bad)}")
+    return value
+
+
 def _agent_template(template: str) -> str:
+    _header_value(template)
     try:
         template.format(contact="x")
     except (KeyError, IndexError, ValueError) as exc:
@@ -113,7 +125,7 @@ class FetchPolicy(_Strict):
     """How to crawl one source politely and what each HTTP answer means."""
 
     user_agent: Annotated[str, AfterValidator(_agent_template)] = "freshness-pipeline/0.1 (+{contact})"
-    contact: Annotated[str, Field(min_length=1)] = "ops@example.invalid"
+    contact: Annotated[str, Field(min_length=1), AfterValidator(_header_value)] = "ops@example.invalid"
     timeout_s: Seconds = 10.0
     max_retries: Small = 2  # on 5xx / 429 / timeouts, within one run
     backoff_s: Wait = 0.5  # base of the exponential backoff between retries

@@ -1,14 +1,18 @@
 """The sources file's validation errors in the file's words: a source named by its name
-(not `sources.1`), a list item counted from 1, what is allowed (the settings of that place,
-the closest one to a mistyped name; the values of a choice; a number's bounds) and the value
-given, never pydantic's own phrasing ("Value error, ", "Extra inputs are not permitted")."""
+(not `sources.1`), a list item by its index (`start_urls[0]`), what is allowed (the settings
+of that place, the closest one to a mistyped name; the values of a choice; a number's
+bounds) and the value given (a URL's password starred), never pydantic's own phrasing
+("Value error, ", "Extra inputs are not permitted")."""
 
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Any, get_args
 
 from pydantic import BaseModel
+
+_CREDENTIALS = re.compile(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", re.IGNORECASE)
 
 
 def problem(err: Any, raw: Any, root: type[BaseModel]) -> str:
@@ -16,12 +20,14 @@ def problem(err: Any, raw: Any, root: type[BaseModel]) -> str:
     setting's path, what is allowed, and the value given (never pydantic's own phrasing)."""
     loc = list(err["loc"])
     given = err.get("input")
+    if isinstance(given, str):
+        given = _CREDENTIALS.sub(r"\1***@", given)  # a password is never echoed
     shown = f" (got {given!r})" if err["type"] != "missing" and isinstance(given, int | float | str | bool) else ""
     return f"{_where(loc, raw)}: {_what(err, loc, root)}{shown}"
 
 
 def _where(loc: list[Any], raw: Any) -> str:
-    """`source 'docs': fetch.timeout_s` for `sources.0.fetch.timeout_s`; `webhooks[1].url`."""
+    """`source 'docs': fetch.timeout_s` for `sources.0.fetch.timeout_s`; `webhooks[0].url`."""
     if len(loc) >= 2 and loc[0] == "sources" and isinstance(loc[1], int):
         entries = raw.get("sources") if isinstance(raw, dict) else None
         entry = entries[loc[1]] if isinstance(entries, list) and loc[1] < len(entries) else None
@@ -35,7 +41,7 @@ def _where(loc: list[Any], raw: Any) -> str:
 def _dotted(loc: list[Any]) -> str:
     out = ""
     for part in loc:
-        out += f"[{part + 1}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out
 
 

@@ -3,7 +3,7 @@
     with SiteServer({"/docs/a": Page("<h1>A</h1>")}) as site:
         site.pages["/docs/b"] = Page("gone", status=410)
         site.redirects["/old"] = (301, "/docs/a")
-        site.faults["/docs/a"] = [503, ("429", 1), "hang", "drip", 200]  # one per request; 200: as usual
+        site.faults["/docs/a"] = [503, ("429", 1), "hang", "drip", "slow-headers", 200]  # one per request
         site.not_found = Page("<title>Oops</title>We lost it")  # unknown paths: a soft 404
         site.robots = "User-agent: *\\nDisallow: /private\\nCrawl-delay: 0.1"
         httpx.get(site.url("/docs/a"))
@@ -29,7 +29,8 @@ from typing import Literal
 from urllib.parse import urljoin, urlsplit
 from xml.sax.saxutils import escape
 
-# 503 | "hang" | "drip" (a 200 whose body trickles a byte every `drip_s`) | ("429", Retry-After)
+# 503 | "hang" | "drip" (a 200 whose body trickles a byte every `drip_s`) | "slow-headers" (a 200
+# that sends one header line every `drip_s`, never ending its headers) | ("429", Retry-After)
 Fault = int | str | tuple[int | str, float | str]
 
 
@@ -193,6 +194,8 @@ class _Handler(BaseHTTPRequestHandler):
                 site._closing.wait(site.hang_s)
             elif fault == "drip":
                 return self._drip(site)
+            elif fault == "slow-headers":
+                return self._slow_headers(site)
             elif fault is not None and fault != 200:
                 status, retry_after = fault if isinstance(fault, tuple) else (fault, None)
                 extra = {} if retry_after is None else {"Retry-After": str(retry_after)}
@@ -229,6 +232,12 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             self.wfile.write(body[i : i + 1])
             self.wfile.flush()
+
+    def _slow_headers(self, site: SiteServer) -> None:
+        self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+        while not site._closing.wait(site.drip_s):
+            self.wfile.write(b"X-Slow: still sending\r\n")
+        self.close_connection = True
 
     def _page(self, page: Page, request_headers: dict[str, str]) -> None:
         etag = self.server.site._etag(page)

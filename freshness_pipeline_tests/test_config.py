@@ -48,7 +48,7 @@ def test_path_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         ),
         (
             "sources: [{name: d, start_urls: [http://u, 'ftp://u/']}]",
-            r"source 'd': start_urls\[2\]: must be",
+            r"source 'd': start_urls\[1\]: must be",
         ),
         ("sources: [{name: d, sitemap: 'https:///sitemap.xml'}]", r"source 'd': sitemap: must be"),
         (
@@ -69,15 +69,15 @@ def test_path_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         ("", r"sources: is required"),
         (
             "sources: [{name: a, sitemap: http://u, tiers: {rules: [{pattern: '(', tier: hot}]}}]",
-            r"source 'a': tiers\.rules\[1\]\.pattern: not a valid regex '\(': missing \)",
+            r"source 'a': tiers\.rules\[0\]\.pattern: not a valid regex '\(': missing \)",
         ),
         (
             "sources: [{name: a, start_urls: [http://u], discovery: {include: ['/docs/', '[a-']}}]",
-            r"source 'a': discovery\.include\[2\]: not a valid regex '\[a-'",
+            r"source 'a': discovery\.include\[1\]: not a valid regex '\[a-'",
         ),
         (
             "sources: [{name: a, start_urls: [http://u], discovery: {exclude: ['*.pdf']}}]",
-            r"source 'a': discovery\.exclude\[1\]: not a valid regex '\*\.pdf'",
+            r"source 'a': discovery\.exclude\[0\]: not a valid regex '\*\.pdf'",
         ),
     ],
 )

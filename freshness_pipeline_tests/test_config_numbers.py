@@ -36,10 +36,10 @@ def load(tmp_path: Path, body: Any) -> ConfigError:
 
 
 def shown(path: tuple[Any, ...]) -> str:
-    """How an error names a setting: the source by its name, list items counted from 1."""
+    """How an error names a setting: the source by its name, list items by their index."""
     out = ""
     for part in path[2:] if path[:1] == ("sources",) else path:
-        out += f"[{part + 1}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return f"source 'docs': {out}" if path[:1] == ("sources",) else out
 
 

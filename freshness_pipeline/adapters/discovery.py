@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 from urllib.parse import urljoin
 
 import httpx
@@ -23,12 +23,10 @@ from freshness_pipeline.config import Source
 from freshness_pipeline.core.models import FetchResult, Outcome
 
 from .bodies import Unusable, describe, gunzip, origin
+from .robots import Robots
 from .target import Target
 
-if TYPE_CHECKING:
-    from .fetch import Fetcher
-
-__all__ = ["Discovery", "DiscoveryError", "discover"]
+__all__ = ["Discovery", "DiscoveryError", "Fetching", "discover"]
 
 MAX_SITEMAP_BYTES = 50 * 1024 * 1024  # the sitemap protocol's limit, uncompressed
 _XML_PARSER = etree.XMLParser(resolve_entities=False, no_network=True)
@@ -36,6 +34,17 @@ _XML_PARSER = etree.XMLParser(resolve_entities=False, no_network=True)
 _URLS = etree.XPath("./*[local-name()='url']")
 _LOC = etree.XPath("string(./*[local-name()='loc'])")
 _LASTMOD = etree.XPath("string(./*[local-name()='lastmod'])")
+
+
+class Fetching(Protocol):
+    """What discovery asks of the fetcher (`fetch.Fetcher`, which calls `discover`)."""
+
+    def normalize(self, url: str) -> str: ...
+    def robots_for(self, host_origin: str) -> Robots: ...
+    def blocked(self, url: str) -> str | None: ...
+    def budget_spent(self) -> str | None: ...
+    def download(self, url: str, *, gated: bool = True, limit: int = ...) -> tuple[int, bytes]: ...
+    def fetch(self, targets: Sequence[Target]) -> Iterator[FetchResult]: ...
 
 
 class DiscoveryError(RuntimeError):
@@ -69,7 +78,7 @@ class Discovery:
         return set(self._answers)
 
 
-def discover(fetcher: Fetcher, source: Source, known: Mapping[str, Target]) -> Discovery:
+def discover(fetcher: Fetching, source: Source, known: Mapping[str, Target]) -> Discovery:
     """Page URLs of `source`. `known` (normalized URL -> target with the stored body hash)
     lets link discovery tell an unchanged body without extracting it again.
 
@@ -97,13 +106,13 @@ def discover(fetcher: Fetcher, source: Source, known: Mapping[str, Target]) -> D
     return found
 
 
-def _robots_sitemaps(fetcher: Fetcher, source: Source) -> list[str]:
+def _robots_sitemaps(fetcher: Fetching, source: Source) -> list[str]:
     origins = dict.fromkeys(origin(u) for u in source.start_urls)
     return [sitemap for o in origins for sitemap in fetcher.robots_for(o).sitemaps()]
 
 
 class _SitemapReader:
-    def __init__(self, fetcher: Fetcher, source: Source, add: Callable[..., None], warnings: list[str]) -> None:
+    def __init__(self, fetcher: Fetching, source: Source, add: Callable[..., None], warnings: list[str]) -> None:
         self._fetcher, self._add, self._warnings = fetcher, add, warnings
         self._policy = source.discovery
         self._visited: set[str] = set()
@@ -159,7 +168,7 @@ class _SitemapReader:
             raise DiscoveryError(f"sitemap {url}: not valid XML ({exc})") from exc
 
 
-def _crawl_links(fetcher: Fetcher, source: Source, known: Mapping[str, Target], found: Discovery) -> list[str]:
+def _crawl_links(fetcher: Fetching, source: Source, known: Mapping[str, Target], found: Discovery) -> list[str]:
     """Breadth-first link discovery from the start URLs, within scope, obeying robots.
     Each answer lands in `found.fetched`; a start URL that does not answer fails discovery."""
     d = source.discovery
@@ -209,7 +218,7 @@ def _crawl_links(fetcher: Fetcher, source: Source, known: Mapping[str, Target], 
     return list(pages.values())
 
 
-def _check_start_urls(source: Source, results: Mapping[str, FetchResult], fetcher: Fetcher) -> None:
+def _check_start_urls(source: Source, results: Mapping[str, FetchResult], fetcher: Fetching) -> None:
     for raw in source.start_urls:
         res = results.get(fetcher.normalize(raw))
         robots = fetcher.robots_for(origin(raw)) if source.fetch.obey_robots else None
@@ -219,7 +228,7 @@ def _check_start_urls(source: Source, results: Mapping[str, FetchResult], fetche
             raise DiscoveryError(f"start URL {raw} did not answer ({res.reason})")
 
 
-def _scope(fetcher: Fetcher, prefix: str) -> str:
+def _scope(fetcher: Fetching, prefix: str) -> str:
     """The normalized prefix; a directory keeps its final "/", which normalizing drops."""
     scope = fetcher.normalize(prefix)
     return scope.rstrip("/") + "/" if prefix.endswith("/") else scope

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from itertools import islice
 from urllib.parse import urldefrag, urljoin, urlsplit
 
+import httpcore
 import httpx
 from tenacity import RetryCallState, Retrying, retry_if_exception, retry_if_result, stop_after_attempt, wait_exponential
 
@@ -35,7 +36,7 @@ from freshness_pipeline.core.urls import normalize_url
 from .bodies import Unusable, content_length, decode, describe, links, origin, read_capped, retry_after
 from .discovery import MAX_SITEMAP_BYTES, Discovery, DiscoveryError, discover
 from .robots import Robots, parse_robots
-from .scope import Deadline, Refused, Scope
+from .scope import Deadline, DeadlineBackend, Refused, Scope
 from .target import Target
 
 __all__ = ["Discovery", "DiscoveryError", "Fetcher", "Target"]
@@ -90,7 +91,7 @@ def default_hosts(source: Source) -> list[str]:
 class Fetcher(AbstractContextManager["Fetcher"]):
     """Discovers and fetches the pages of one source; owns one `httpx.Client`."""
 
-    def __init__(self, source: Source, *, transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(self, source: Source) -> None:
         self._source = source
         self._policy = policy = source.fetch
         self._agent = policy.user_agent.format(contact=policy.contact)
@@ -98,11 +99,11 @@ class Fetcher(AbstractContextManager["Fetcher"]):
         self._scope = Scope(default_hosts(source), allow_private=policy.allow_private_addresses)
         self._budget_ends = time.monotonic() + policy.run_budget_s
         pool = policy.concurrency * _MAX_HOSTS
+        limits = httpx.Limits(max_connections=pool, max_keepalive_connections=pool)
         self._client = httpx.Client(
-            transport=transport,
+            transport=_DeadlineTransport(limits, self._scope),
             headers={"User-Agent": self._agent, "Accept": _ACCEPT},
             timeout=policy.timeout_s,
-            limits=httpx.Limits(max_connections=pool, max_keepalive_connections=pool),
             max_redirects=policy.max_redirects,
             event_hooks={"request": [self._scope.on_request]},
         )
@@ -160,11 +161,10 @@ class Fetcher(AbstractContextManager["Fetcher"]):
             pool.shutdown(wait=True, cancel_futures=True)
 
     def _fetch_one(self, target: Target) -> FetchResult:
-        p = self._policy
         if spent := self.budget_spent():
             why = f"not fetched: {spent}; kept, fetched next run"
             return self._result(target, target.fetch_url, Outcome.SKIPPED, why)
-        deadline = Deadline(p.page_deadline_s)
+        deadline = self._deadline()
         self._scope.deadline(deadline)
         try:
             return self._retrying(deadline)(self._attempt, target, deadline).result
@@ -172,7 +172,13 @@ class Fetcher(AbstractContextManager["Fetcher"]):
             return self._result(target, target.fetch_url, Outcome.ERROR, f"unexpected {type(exc).__name__}: {exc}")
         finally:
             self._scope.deadline(None)
-            deadline.close()
+
+    def _deadline(self) -> Deadline:
+        """The page deadline, or what is left of the run budget when that ends first."""
+        p, left = self._policy, self.budget_left()
+        if left < p.page_deadline_s:
+            return Deadline(left, f"the run's fetch.run_budget_s ({p.run_budget_s:g}s)")
+        return Deadline(p.page_deadline_s, f"fetch.page_deadline_s ({p.page_deadline_s:g}s)")
 
     def _retrying(self, deadline: Deadline) -> Retrying:
         p = self._policy
@@ -207,14 +213,13 @@ class Fetcher(AbstractContextManager["Fetcher"]):
                 return _Attempt(self._result(target, url, Outcome.SKIPPED, why))
             try:
                 with self._gate(url).slot(), self._client.stream("GET", url, headers=headers) as resp:
-                    deadline.watch_response(resp)
                     if resp.status_code not in _REDIRECTS or "location" not in resp.headers:
                         attempt = self._answer(target, url, resp)
                         return replace(attempt, result=replace(attempt.result, temporary=temporary))
                     read_capped(resp, _DRAIN_BYTES)
             except httpx.HTTPError as exc:
                 if deadline.expired:
-                    why = f"over fetch.page_deadline_s ({deadline.seconds:g}s): the server is too slow"
+                    why = f"over {deadline.why}: the server is too slow"
                     return _Attempt(self._result(target, url, Outcome.ERROR, why))
                 error = self._result(target, url, Outcome.ERROR, describe(exc))
                 return _Attempt(error, retry=_is_transient(exc))
@@ -323,20 +328,18 @@ class Fetcher(AbstractContextManager["Fetcher"]):
             raise Refused(why)
         if spent := self.budget_spent():
             raise Unusable(spent)
-        deadline = Deadline(min(p.page_deadline_s, self.budget_left()))
+        deadline = self._deadline()
 
         def once() -> tuple[int, bytes]:
             slot: AbstractContextManager[None] = self._gate(url).slot() if gated else nullcontext()
             try:
                 with slot, self._client.stream("GET", url, follow_redirects=True) as resp:
-                    deadline.watch_response(resp)
                     if resp.status_code == 429 or resp.status_code >= 500:
                         raise _Transient(f"HTTP {resp.status_code}")
                     body = read_capped(resp, limit)
             except httpx.HTTPError as exc:
                 if deadline.expired:
-                    why = self.budget_spent() or f"over fetch.page_deadline_s ({p.page_deadline_s:g}s)"
-                    raise Unusable(why) from exc
+                    raise Unusable(f"over {deadline.why}") from exc
                 raise
             if body is None:
                 raise Unusable(f"over {limit} bytes")
@@ -353,7 +356,23 @@ class Fetcher(AbstractContextManager["Fetcher"]):
             return retrying(once)
         finally:
             self._scope.deadline(previous)
-            deadline.close()
+
+
+class _DeadlineTransport(httpx.HTTPTransport):
+    """httpx's own transport over a connection pool whose sockets wait no longer than the
+    request's deadline (`scope.DeadlineBackend`). httpx takes no network backend, so the pool
+    it made is replaced by the same pool made with one; `test_fetch_bounds` fails if httpx
+    stops reading it from `_pool`."""
+
+    def __init__(self, limits: httpx.Limits, scope: Scope) -> None:
+        super().__init__(limits=limits)
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=httpx.create_ssl_context(),
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            network_backend=DeadlineBackend(scope),
+        )
 
 
 def _is_transient(exc: BaseException) -> bool:

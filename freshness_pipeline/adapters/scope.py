@@ -1,29 +1,31 @@
 """What one source may request, and for how long: its hosts, safe addresses, and a
 wall-clock deadline per page that ends even a read trickling one byte at a time.
 
-Both hook into httpx: `Scope.on_request` runs for every request the client sends (redirect
-hops and robots.txt included) and installs httpcore's `trace` extension, which sees each new
-connection: its peer address is checked (after DNS, so a name that resolves to a private
-address is caught too), and its socket is handed to the page's `Deadline`.
+`Scope.on_request` runs for every request the client sends (redirect hops and robots.txt
+included) and installs httpcore's `trace` extension, which sees each new connection: its
+peer address is checked (after DNS, so a name that resolves to a private address is caught
+too). `DeadlineBackend` makes the sockets: every wait on them ends at the deadline of the
+request the thread is making.
 """
 
 from __future__ import annotations
 
-import heapq
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpcore
 import httpx
 
 from freshness_pipeline.core.urls import site_host, unsafe_address
 
 from .bodies import Unusable
 
-__all__ = ["Deadline", "Refused", "Scope"]
+__all__ = ["Deadline", "DeadlineBackend", "Refused", "Scope"]
 
 
 class Refused(Unusable):
@@ -31,82 +33,22 @@ class Refused(Unusable):
 
 
 class Deadline:
-    """At most `seconds` of wall clock for one page. When it passes, the sockets of the
-    page's connections are shut down, which ends a blocked read at once."""
+    """At most `seconds` of wall clock for one page (or one robots.txt or sitemap read). Every
+    socket wait of the requests made under it (`Scope.deadline`) ends when it passes: the
+    connect, the TLS handshake, each read of the headers and the body, on a new connection and
+    on a reused keep-alive one alike (`DeadlineBackend`). `why` says which bound it is, and
+    its figure ("fetch.page_deadline_s (10s)")."""
 
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
+    def __init__(self, seconds: float, why: str) -> None:
+        self.seconds, self.why = seconds, why
         self._at = time.monotonic() + seconds
-        self._lock = threading.Lock()
-        self._sockets: list[socket.socket] = []
-        self.expired = False
-        self.closed = False
-        _WATCH.add(self)
 
     def remaining(self) -> float:
         return self._at - time.monotonic()
 
-    def watch(self, sock: socket.socket | None) -> None:
-        if sock is None:
-            return
-        with self._lock:
-            self._sockets.append(sock)
-            expired = self.expired
-        if expired:
-            _shutdown(sock)
-
-    def watch_response(self, resp: httpx.Response) -> None:
-        """A reused connection was not seen connecting: take its socket from the response."""
-        stream = resp.extensions.get("network_stream")
-        self.watch(stream.get_extra_info("socket") if stream is not None else None)
-
-    def fire(self) -> None:
-        with self._lock:
-            if self.closed:
-                return
-            self.expired = True
-            sockets = list(self._sockets)
-        for sock in sockets:
-            _shutdown(sock)
-
-    def close(self) -> None:
-        with self._lock:
-            self.closed = True
-            self._sockets.clear()
-
-
-class _Watch:
-    """One thread that fires every page's deadline when it passes. (A `threading.Timer` per
-    page started an OS thread per page, 10,000 in a quiet crawl of 10,000 pages; `sched`
-    cannot be woken when an earlier deadline is added while it sleeps.) A closed deadline
-    stays queued until its time, then does nothing."""
-
-    def __init__(self) -> None:
-        self._due: list[tuple[float, int, Deadline]] = []
-        self._wake = threading.Condition()
-        self._thread: threading.Thread | None = None
-        self._seq = 0
-
-    def add(self, d: Deadline) -> None:
-        with self._wake:
-            self._seq += 1
-            heapq.heappush(self._due, (d._at, self._seq, d))
-            if self._thread is None or not self._thread.is_alive():  # none yet, or forked
-                self._thread = threading.Thread(target=self._run, name="page-deadlines", daemon=True)
-                self._thread.start()
-            if self._due[0][2] is d:
-                self._wake.notify()
-
-    def _run(self) -> None:
-        while True:
-            with self._wake:
-                while not self._due or (wait := self._due[0][0] - time.monotonic()) > 0:
-                    self._wake.wait(None if not self._due else wait)
-                _, _, d = heapq.heappop(self._due)
-            d.fire()  # outside the lock: a shutdown may block briefly
-
-
-_WATCH = _Watch()
+    @property
+    def expired(self) -> bool:
+        return self.remaining() <= 0
 
 
 def _literal_kind(host: str) -> str | None:
@@ -183,27 +125,84 @@ class Scope:
     def deadline(self, d: Deadline | None) -> Deadline | None:
         """Make `d` the deadline of the requests this thread sends from now on; returns the
         one it replaces (robots.txt is downloaded in the middle of a page's fetch)."""
-        previous: Deadline | None = getattr(self._local, "deadline", None)
+        previous = self.current()
         self._local.deadline = d
         return previous
 
+    def current(self) -> Deadline | None:
+        """The deadline of the request this thread is making, if any."""
+        found: Deadline | None = getattr(self._local, "deadline", None)
+        return found
+
     def on_request(self, request: httpx.Request) -> None:
-        """httpx request hook: refuse off-scope URLs, watch each new connection."""
+        """httpx request hook: refuse off-scope URLs, check each new connection's address."""
         if why := self.refuse(str(request.url)):
             raise Refused(why)
         request.extensions["trace"] = self._trace
 
     def _trace(self, event: str, info: dict[str, Any]) -> None:
-        if event != "connection.connect_tcp.complete":
+        if event != "connection.connect_tcp.complete" or self.allow_private:
             return
         stream = info["return_value"]
-        sock = stream.get_extra_info("socket")
-        if not self.allow_private:
-            address = str(stream.get_extra_info("server_addr")[0])
-            if kind := unsafe_address(address):
-                _shutdown(sock)
-                sock.close()
-                raise Refused(_private(address, kind))
-        deadline: Deadline | None = getattr(self._local, "deadline", None)
-        if deadline is not None:
-            deadline.watch(sock)
+        address = str(stream.get_extra_info("server_addr")[0])
+        if kind := unsafe_address(address):
+            sock = stream.get_extra_info("socket")
+            _shutdown(sock)
+            sock.close()
+            raise Refused(_private(address, kind))
+
+
+class DeadlineBackend(httpcore.SyncBackend):
+    """httpcore's sockets, each wait cut at the deadline of the thread's request: a socket
+    timeout is per read, so a server sending a header line or a body byte a second would
+    otherwise hold a page for as long as it keeps sending. Reads are where a reused
+    keep-alive connection waits, so it is bounded as a new one is (no connect event tells
+    which socket a reused connection has before its response headers arrive)."""
+
+    def __init__(self, scope: Scope) -> None:
+        self._scope = scope
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        timeout = _within(self._scope.current(), timeout, httpcore.ConnectTimeout)
+        stream = super().connect_tcp(host, port, timeout, local_address, socket_options)
+        return _DeadlineStream(stream, self._scope)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    def __init__(self, stream: httpcore.NetworkStream, scope: Scope) -> None:
+        self._stream, self._scope = stream, scope
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._stream.read(max_bytes, _within(self._scope.current(), timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._stream.write(buffer, _within(self._scope.current(), timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.NetworkStream:
+        timeout = _within(self._scope.current(), timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(self._stream.start_tls(ssl_context, server_hostname, timeout), self._scope)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
+
+
+def _within(deadline: Deadline | None, timeout: float | None, late: type[httpcore.TimeoutException]) -> float | None:
+    """`timeout` cut to what is left of `deadline`; `late` raised when nothing is."""
+    if deadline is None:
+        return timeout
+    left = deadline.remaining()
+    if left <= 0:
+        raise late(f"over {deadline.why}")
+    return left if timeout is None else min(timeout, left)

@@ -25,7 +25,7 @@ import trafilatura
 import trafilatura.main_extractor
 from htmldate.extractors import try_date_expr
 from lxml import etree
-from lxml.html import Element, HtmlElement
+from lxml.html import Element, HtmlElement, HTMLParser, fromstring
 from trafilatura.metadata import extract_title
 from trafilatura.settings import use_config
 
@@ -75,6 +75,29 @@ class Extracted:
     markdown: str  # "" when the page has no extractable text
     title: str | None = None
     date: str | None = None  # "YYYY-MM-DD" the page declares, last-updated before published
+    error: str | None = None  # why the page cannot be read whole (its text is not to be used)
+
+
+# libxml2 stops an HTML parse 256 elements deep, dropping what follows in the document, and
+# trafilatura parses with its defaults: the page is parsed here with `huge_tree`, which
+# lifts that limit to 2048. What is deeper still is said, never dropped silently.
+_TOO_DEEP = "Excessive depth"
+
+
+def _parse(html: str) -> tuple[HtmlElement | None, str | None]:
+    """The page's tree, and why it is not whole (None when it is)."""
+    parser = HTMLParser(
+        collect_ids=False,
+        default_doctype=False,
+        encoding="utf-8",
+        remove_comments=True,
+        remove_pis=True,
+        huge_tree=True,
+    )
+    tree = fromstring(html.encode("utf-8", "surrogatepass"), parser=parser)
+    if any(_TOO_DEEP in e.message for e in parser.error_log):
+        return tree, "HTML nested over 2048 levels deep cannot be parsed whole: not read (a page with text keeps it)"
+    return tree, None
 
 
 def extract(html: str, url: str) -> Extracted:
@@ -83,7 +106,10 @@ def extract(html: str, url: str) -> Extracted:
     Never raises: garbage in gives `Extracted("")`.
     """
     try:
-        tree = trafilatura.load_html(html)
+        tree, broken = _parse(html) if html.strip() else (None, None)
+        if broken:
+            return Extracted("", error=broken)
+        tree = trafilatura.load_html(tree) if tree is not None else None
         if tree is None:
             return Extracted("")
         for a in _PERMALINKS(tree):

@@ -35,7 +35,8 @@ __all__ = [
 # (core/extract.py); unneeded escapes removed; a blank line around code blocks.
 # 4: code as CommonMark reads it (core/blocks.py): indented code and fences in block quotes
 # or deep in list items are never rewritten, and stand apart as the result reads.
-NORMALIZER_VERSION = "4"
+# 5: a template block is the same text at the same place, never one holding code.
+NORMALIZER_VERSION = "5"
 
 # --- lines, each code or not ---------------------------------------------------------------
 
@@ -329,33 +330,44 @@ RULES: dict[str, Rule] = {
 
 # --- template blocks ------------------------------------------------------------------------
 
-# A whitespace-separated token holding a digit. The lookbehind starts a match only at a
-# token's start (where every match of `\S*\d\S*` starts anyway): without it, each token with
-# no digit was scanned again from each of its characters, 2.7x slower on real docs.
-_VOLATILE_TOKEN = re.compile(r"(?<!\S)\S*\d\S*")
+
+def block_fingerprint(block: str, position: str) -> str:
+    """Identity of a block across pages: its text, case and whitespace aside, and its place
+    on the page (`position`: "top 1" is a page's second block, "end 0" its last). Text that
+    differs between pages (a digit, a name) is another block: content, not chrome."""
+    canonical = " ".join(block.lower().split())
+    return hashlib.sha1(f"{position}\n{canonical}".encode()).hexdigest()
 
 
-def block_fingerprint(block: str) -> str:
-    """Identity of a block across pages: case, whitespace and any token holding a digit
-    (nonces, counters, dates) do not count."""
-    canonical = " ".join(_VOLATILE_TOKEN.sub("#", block.lower()).split())
-    return hashlib.sha1(canonical.encode()).hexdigest()
+def _template_candidates(markdown: str) -> list[tuple[str, frozenset[str]]]:
+    """Each block of a page, with the fingerprints it could be learned under: none for a
+    heading, a code block or a block holding a code span (code is content, however often
+    it repeats), else one by its place from the top and one from the end."""
+    blocks = split_blocks(markdown)
+    out = []
+    for i, b in enumerate(blocks):
+        chrome = b.kind == "text" and _CODE_SPAN.search(b.text) is None
+        fps = {block_fingerprint(b.text, f"top {i}"), block_fingerprint(b.text, f"end {len(blocks) - 1 - i}")}
+        out.append((b.text, frozenset(fps) if chrome else frozenset()))
+    return out
 
 
 def learn_template_blocks(
     pages: Iterable[str], *, share: float, keep: Collection[str] = (), min_pages: int = 5
 ) -> frozenset[str]:
-    """Fingerprints of the blocks found on more than `share` of `pages` (normalized markdown),
-    plus those in `keep` (the set learned last time) still on more than half that share:
-    hysteresis, so a block hovering at the threshold does not flip the set run after run.
+    """Fingerprints of the blocks found, the same text at the same place, on more than
+    `share` of `pages` (normalized markdown), plus those in `keep` (the set learned last
+    time) still on more than half that share: hysteresis, so a block hovering at the
+    threshold does not flip the set run after run.
 
-    Headings and code blocks are never template. Fewer than `min_pages` pages teach nothing.
+    Headings, code and blocks holding code are never template. Fewer than `min_pages` pages
+    teach nothing.
     """
     counts: Counter[str] = Counter()
     n = 0
     for page in pages:
         n += 1
-        counts.update({block_fingerprint(b.text) for b in split_blocks(page) if b.kind == "text"})
+        counts.update(fp for _, fps in _template_candidates(page) for fp in fps)
     if n < min_pages:
         return frozenset()
     return frozenset(fp for fp, c in counts.items() if c > share * n or (fp in keep and c > share / 2 * n))
@@ -384,9 +396,6 @@ def normalize(
     # or end a block. The result's parse is kept: `segment` splits the same text.
     markdown = _blank_lines_around_code(page.text).text
     if template_blocks:
-        markdown = "\n\n".join(
-            b.text
-            for b in split_blocks(markdown)
-            if not (b.kind == "text" and block_fingerprint(b.text) in template_blocks)
-        )
+        learned = frozenset(template_blocks)
+        markdown = "\n\n".join(text for text, fps in _template_candidates(markdown) if not fps & learned)
     return markdown

@@ -370,8 +370,8 @@ def _learn_templates(ctx: SourceContext, live: list[str], run_id: str, *, change
         v = ctx.versions
         state = SourceState(src.name, v.normalizer, v.chunker, v.model, v.dims)
         store.sources.save(state)
-    elif not changed:
-        return
+    elif not changed and state.normalizer_version == ctx.versions.normalizer:
+        return  # (blocks learned under another normalizer are learned again)
     texts = (md for _, md in store.pages.iter_markdown(src.name, live, run_id=run_id))  # not all at once
     learned = sorted(learn_template_blocks(texts, share=src.noise.repeated_block_share, keep=state.template_blocks))
     if learned != sorted(state.template_blocks):

@@ -51,14 +51,18 @@ class PlanReader:
             yield self.ctx.store.manifest.sections(self.ctx.name, self.errors)
 
     def payload(self) -> Iterator[list[Section]]:
-        """The payload updates (no re-index), each as its record will read."""
+        """The payload updates (no re-index), each as its record will read: a `fuzzy` one
+        with the hash of what its vector was made from, and the live retrieval text (what a
+        full-text search reads follows what the record shows)."""
         if not self.reindex:
             for batch in self.plan_staging.rows(self.ctx.name, self.report.run_id, PAYLOAD_ACTIONS):
-                yield self._as_indexed(batch)
+                live = {s.id: s.embed_text for _, s in batch if s is not None}
+                yield [replace(s, embed_text=live[s.id]) for s in self._as_indexed(batch)]
 
     def _as_indexed(self, batch: list[tuple[PlanRow, Section | None]]) -> list[Section]:
         """The batch's sections; a `fuzzy` one with the retrieval text, hash and simhash its
-        manifest row holds (what its vector was made from), as the plan compared it."""
+        manifest row holds (what its vector was made from), as the plan compared it: the
+        manifest keeps them, so later edits are compared with what was embedded."""
         kept = [row.id for row, s in batch if row.action is Action.FUZZY and s is not None]
         indexed = {s.id: s for s in self.ctx.store.manifest.by_id(self.ctx.name, kept)} if kept else {}
         out: list[Section] = []

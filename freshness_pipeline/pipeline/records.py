@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection, Iterable, Iterator, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from .. import progress
 from ..adapters.vectorstores.base import VectorRecord
 from ..core.models import Section
+from ..core.retrieval import retrieval_text
 from ..core.state import SourceState
 from ..core.versions import namespace
 from .context import SourceContext
@@ -41,8 +43,16 @@ def restore_from_manifest(ctx: SourceContext, state: SourceState, ids: Collectio
     batch = ctx.settings.vector_store.upsert_batch
     for i in range(0, len(rows), batch):
         part = rows[i : i + batch]
-        ctx.vectors.upsert(ns, [record(s, vecs[s.content_hash], ctx.name, state.active_version, now) for s in part])
+        ctx.vectors.upsert(
+            ns, [record(_live(s), vecs[s.content_hash], ctx.name, state.active_version, now) for s in part]
+        )
     return len(gone), len(rows)
+
+
+def _live(s: Section) -> Section:
+    """A manifest section as its record reads: its retrieval text made from the text it
+    shows (a forgiven edit's manifest row keeps the retrieval text that was embedded)."""
+    return replace(s, embed_text=retrieval_text(s.heading_path, s.text))
 
 
 def vectors_for(
@@ -117,7 +127,7 @@ def metadata(s: Section, source: str, version: int, now: float) -> dict[str, obj
         "heading_path": s.heading,
         "content_hash": s.content_hash,
         "text": s.text,  # markdown, links kept
-        "retrieval_text": s.embed_text,  # what was embedded: the full-text part of a search reads it
+        "retrieval_text": s.embed_text,  # the words of `text`: the full-text part of a search reads it
         "title": s.title,
         "as_of": s.as_of,
         "source": source,

@@ -54,6 +54,8 @@ def extract_one(job: ExtractJob) -> PageText:
 
     try:
         page = extract(job.html, job.url)
+        if page.error:
+            return PageText(job.url, "", None, None, error=page.error)
         md = normalize(page.markdown, url=job.url, disabled=job.disabled_rules)
         return PageText(job.url, md, page.title, page.date)
     except Exception as exc:  # one broken page never fails a run

@@ -173,24 +173,43 @@ def test_unknown_rule_is_an_error_naming_it() -> None:
 
 
 def test_template_blocks_are_removed_but_not_headings() -> None:
-    pages = [
-        f"# Page {w}\n\nOwn text {w} here.\n\nCookie settings · request {i * 7919:x}7" for i, w in enumerate(VOCAB[:6])
-    ]
+    pages = [f"# Page {w}\n\nOwn text {w} here.\n\nCookie settings · manage" for w in VOCAB[:6]]
     learned = learn_template_blocks(pages, share=0.6)
-    assert learned == {block_fingerprint("Cookie settings · request 1f0f7")}
+    assert learned == {
+        block_fingerprint("Cookie settings · manage", "end 0"),
+        block_fingerprint("cookie  SETTINGS · manage", "top 2"),
+    }
     assert normalize(pages[0], url=URL, template_blocks=learned) == "# Page the\n\nOwn text the here."
     # A heading on every page is never template; too few pages teach nothing.
     assert learn_template_blocks(["# Same\n\nx 1", "# Same\n\ny 2"] * 3, share=0.4) == {
-        block_fingerprint("x 1"),
-        block_fingerprint("y 2"),
+        block_fingerprint(text, where) for text in ("x 1", "y 2") for where in ("top 1", "end 0")
     }
     assert learn_template_blocks(pages[:4], share=0.6) == frozenset()
+
+
+def test_only_the_same_text_at_the_same_place_and_no_code_is_template() -> None:
+    """A block differing between pages (a digit), one at another place, or one holding code
+    (a one-line install command, extracted as inline code) is content, however often it
+    repeats."""
+    numbered = [f'# P{i}\n\nOwn text {w}.\n\n`pip install "acme[extra{i}]"`' for i, w in enumerate(VOCAB[:8])]
+    code = [f"# P{i}\n\nOwn text {w}.\n\nInstall with `pip install acme`." for i, w in enumerate(VOCAB[:8])]
+    counter = [f"# P{i}\n\nOwn text {w}.\n\nServed by node {i}." for i, w in enumerate(VOCAB[:8])]
+    moving = [
+        "\n\n".join([f"# P{i}", *[f"Own text {w}."] * (i % 3), "Join the forum.", *[f"More {w}."] * ((i + 1) % 3)])
+        for i, w in enumerate(VOCAB[:9])
+    ]
+    for site in (numbered, code, counter, moving):
+        assert learn_template_blocks(site, share=0.6) == frozenset(), site[0]
+    footer = [p + "\n\nJoin the forum." for p in moving]  # and at the end of every page
+    learned = learn_template_blocks(footer, share=0.6)
+    assert block_fingerprint("Join the forum.", "end 0") in learned
+    assert normalize(footer[1], url=URL, template_blocks=learned) == moving[1]  # the other one stays
 
 
 def test_a_learned_block_stays_until_under_half_the_share() -> None:
     banner = "Join our community forum today."
     pages = [f"# P{i}\n\nOwn text {w}.\n\n{banner if i < 4 else 'Plain words.'}" for i, w in enumerate(VOCAB[:10])]
-    fp = block_fingerprint(banner)
+    fp = block_fingerprint(banner, "end 0")
     assert fp not in learn_template_blocks(pages, share=0.6)  # on 4 of 10 pages: not template
     assert fp in learn_template_blocks(pages, share=0.6, keep={fp})  # learned before, still over 30%
     assert fp not in learn_template_blocks(pages[:2] + pages[4:], share=0.6, keep={fp})  # 2 of 8: gone
@@ -219,7 +238,7 @@ def _noise(kind: str, rng: random.Random) -> str:
         "relative": f"Posted {rng.randint(2, 30)} days ago by the docs team.",
         "build": f"Built with MkDocs at {y}-{m:02d}-{d:02d} {h:02d}:{mi:02d}, build {rng.getrandbits(40):010x}",
         "copyright": f"Copyright © {y - rng.randint(1, 9)}-{y} Acme Corp.",
-        "template": f"Cookie settings · request {rng.getrandbits(64):x}{rng.randint(0, 9)}",
+        "template": "Cookie settings · manage your preferences",
     }[kind]
 
 
@@ -240,7 +259,7 @@ def _render(page: Page, noise: list[tuple[int, str]], rng: random.Random) -> str
 @given(
     pages(),
     st.lists(
-        st.tuples(st.integers(1, 30), st.sampled_from(["updated", "relative", "build", "copyright", "template"])),
+        st.tuples(st.integers(1, 30), st.sampled_from(["updated", "relative", "build", "copyright"])),
         max_size=5,
     ),
     st.randoms(use_true_random=False),
@@ -257,7 +276,7 @@ def test_noise_never_changes_a_section_hash(page: Page, noise: list[tuple[int, s
 
     first, second = (sections(md) for md in renders)
     assert first == second
-    if all(kind in ("updated", "template") for _, kind in noise):  # these leave no trace at all
+    if all(kind == "updated" for _, kind in noise):  # these, and the template, leave no trace at all
         assert first == sections(page.markdown())
 
 
@@ -291,15 +310,3 @@ def test_any_markdown_normalizes_once_and_keeps_every_section_citable(markdown: 
     assert normalize(once, url=URL) == once
     if any(b.kind != "heading" for b in split_blocks(once)):  # headings only: joined by blank lines
         assert all(s.text in once for s in segment(URL, once))
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.text(alphabet="ab1 2\t\n#-.x9", max_size=40))
-def test_a_block_fingerprint_is_the_one_of_its_definition(block: str) -> None:
-    """The volatile-token pattern only starts at a token's start: the same fingerprint as
-    its plain definition (any token holding a digit is one `#`)."""
-    import hashlib
-    import re
-
-    plain = " ".join(re.sub(r"\S*\d\S*", "#", block.lower()).split())
-    assert block_fingerprint(block) == hashlib.sha1(plain.encode()).hexdigest()
