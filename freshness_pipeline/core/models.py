@@ -60,7 +60,7 @@ class Section:
     """
 
     key: str
-    chunk_index: int
+    chunk_index: int  # position of the chunk within its section
     url: str
     heading_path: tuple[str, ...]
     ordinal: int  # position of the section within its page
@@ -72,11 +72,15 @@ class Section:
     page_date: str | None = None  # the page's declared date ("YYYY-MM-DD") when segmented
     title: str | None = None  # the page's title
     as_of: str | None = None  # declared date when the text last changed, else month first seen
+    # Which chunk of its section it is, by content: "0" for a section in one chunk, else the
+    # fingerprint of its first piece (core/segment.py); empty: its `chunk_index`.
+    anchor: str = ""
 
     @property
     def id(self) -> str:
-        """Record id in the vector store, derived from the key."""
-        return record_id(self.key, self.chunk_index)
+        """Record id in the vector store: the key and the chunk's anchor. A chunk inserted
+        before it, or its moving within its section, leaves it unchanged."""
+        return record_id(self.key, self.anchor or str(self.chunk_index))
 
     @property
     def heading(self) -> str:
@@ -89,8 +93,13 @@ class Section:
         return hashlib.sha256(json.dumps(shown).encode()).hexdigest()
 
 
-def record_id(key: str, chunk_index: int) -> str:
-    return f"{key}:{chunk_index}"
+def record_id(key: str, anchor: str) -> str:
+    return f"{key}:{anchor}"
+
+
+def anchor_of(record_id: str, key: str) -> str:
+    """The anchor part of a record id (`record_id`'s inverse)."""
+    return record_id[len(key) + 1 :]
 
 
 @dataclass(frozen=True, slots=True)

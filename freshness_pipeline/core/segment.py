@@ -5,6 +5,9 @@ quotes: `core/blocks.py`), keyed by page URL + heading path: its key never depen
 text, on its position, or on the other sections' text. A section whose retrieval text
 (heading path included) is over the token budget, counted with the embedder's own
 tokenizer, is split into chunks, deterministically: nothing is ever truncated by the model.
+Where it is split depends on the content around each cut, not on the cut's position
+(`core/boundaries.py`), and a chunk's id on its first piece: an edit in a long section
+re-embeds the chunk that holds it, not every chunk after it.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from freshness_pipeline.core.blocks import split_blocks
+from freshness_pipeline.core.blocks import Block, split_blocks
+from freshness_pipeline.core.boundaries import fingerprint, spans
 from freshness_pipeline.core.fingerprint import content_hash, simhash
 from freshness_pipeline.core.models import Section
 from freshness_pipeline.core.retrieval import inline_text, retrieval_text
@@ -30,7 +34,11 @@ __all__ = ["CHUNKER_VERSION", "TokenCount", "section_key", "segment"]
 # 4: headings as CommonMark reads them (core/blocks.py): underlined ones start sections,
 # `#` lines in list items, block quotes and html blocks do not; a heading's text is its
 # inline markdown's words, as the body's (entities decoded, `_` emphasis gone).
-CHUNKER_VERSION = "4"
+# 5: a section over the budget is cut where its pieces' content says (core/boundaries.py),
+# a table row starting a chunk brings the table's header, and a chunk's id is its section
+# key and content anchor. Re-indexing re-embeds only the chunks of sections over the
+# budget: every section that fits keeps its text, and the embedding cache its vector.
+CHUNKER_VERSION = "5"
 
 TokenCount = Callable[[str], int]  # tokens of a text, as the embedder will count them
 
@@ -42,21 +50,21 @@ def section_key(url: str, heading_path: tuple[str, ...]) -> str:
     return hashlib.sha1(f"{url}#{' > '.join(heading_path)}".encode()).hexdigest()
 
 
-def _headings_only(markdown: str) -> list[tuple[tuple[str, ...], list[str]]]:
+def _headings_only(markdown: str) -> list[tuple[tuple[str, ...], list[Block]]]:
     """A page whose only text is its headings (a title above a form or an embed) is one
     section of those headings at the page's root: it stays findable by its title, and a
     line the noise rules strip (a "Last updated" date) cannot make it lose its record."""
-    headings = [b.text for b in split_blocks(markdown) if b.kind == "heading" and inline_text(b.inline)]
+    headings = [Block(b.text, "text") for b in split_blocks(markdown) if b.kind == "heading" and inline_text(b.inline)]
     return [((), headings)] if headings else []
 
 
-def _sections(markdown: str) -> list[tuple[tuple[str, ...], list[str]]]:
+def _sections(markdown: str) -> list[tuple[tuple[str, ...], list[Block]]]:
     """(heading path, body blocks) in document order, the text before any heading first;
     only sections with a body."""
-    return [(path, blocks) for path, blocks in _all_sections(markdown) if any(b.strip() for b in blocks)]
+    return [(path, blocks) for path, blocks in _all_sections(markdown) if any(b.text.strip() for b in blocks)]
 
 
-def _all_sections(markdown: str) -> Iterator[tuple[tuple[str, ...], list[str]]]:
+def _all_sections(markdown: str) -> Iterator[tuple[tuple[str, ...], list[Block]]]:
     """(heading path, body blocks) in document order, the text before any heading first.
 
     The n-th occurrence of a heading path gets " [n]" on its last part. Paths are built from
@@ -67,10 +75,10 @@ def _all_sections(markdown: str) -> Iterator[tuple[tuple[str, ...], list[str]]]:
     seen: Counter[tuple[str, ...]] = Counter()
     used: set[tuple[str, ...]] = set()
     path: tuple[str, ...] = ()
-    body: list[str] = []
+    body: list[Block] = []
     for block in split_blocks(markdown):
         if block.kind != "heading":
-            body.append(block.text)
+            body.append(block)
             continue
         yield path, body
         while stack and stack[-1][0] >= block.level:
@@ -90,17 +98,63 @@ def _all_sections(markdown: str) -> Iterator[tuple[tuple[str, ...], list[str]]]:
 
 @dataclass(frozen=True, slots=True)
 class _Piece:
+    """A unit of a long section: a paragraph, a list item, a table row, a code block, or
+    a cut of one that alone is over the budget."""
+
     text: str
     joiner: str  # placed before it when it follows another piece in the same chunk
+    header: str = ""  # a table row's header and delimiter rows: a chunk starting at the row repeats them
+    table: int = -1  # the block whose table row it is
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One chunk of a section: its markdown and its content anchor (part of its id)."""
+
+    text: str
+    anchor: str
+
+
+# A long section's chunks average a third of the budget, and are at least a sixth of it
+# (in tokens after the heading path): an edit re-embeds about a third of a window.
+TARGET_SHARE = 3
+_ITEM = re.compile(r"^(\s*)(?:[-*+]|\d{1,9}[.)])(?:\s|$)")
+_DELIMITER_ROW = re.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$")
+
+
+def _rows(block: str) -> tuple[str, list[str]] | None:
+    """(header and delimiter rows, body rows) of a block that is one pipe table."""
+    lines = block.split("\n")
+    if len(lines) > 2 and lines[0].lstrip().startswith("|") and _DELIMITER_ROW.match(lines[1]):
+        return "\n".join(lines[:2]), lines[2:]
+    return None
+
+
+def _items(block: str) -> list[str] | None:
+    """The items of a block that is one list (each with its nested lines), else None."""
+    lines = block.split("\n")
+    first = _ITEM.match(lines[0])
+    if first is None:
+        return None
+    indent = len(first.group(1))
+    items: list[list[str]] = []
+    for line in lines:
+        m = _ITEM.match(line)
+        if m is not None and len(m.group(1)) == indent:
+            items.append([line])
+        else:
+            items[-1].append(line)
+    return ["\n".join(item) for item in items]
 
 
 class _Chunker:
-    """Packs a section body into chunks whose retrieval text is at most `budget` tokens.
+    """Cuts a section body into chunks whose retrieval text is at most `budget` tokens.
 
-    Packing estimates a chunk's size as the sum of its pieces' (each counted once, plus one
-    token per joint), then checks every chunk exactly; only when markup across pieces
-    fooled the estimate is the section packed again with an exact count per step. A
-    2,000-item list then costs one count per item, not one per item per chunk.
+    A body over the budget is cut between its pieces where their content says
+    (`core/boundaries.py`), on estimated sizes (each piece counted once, plus one token
+    per joint); every chunk is then counted exactly, and one that markup across pieces
+    made too long is cut again with an exact count per step. A 2,000-item list then costs
+    one count per item, not one per item per chunk.
     """
 
     def __init__(self, budget: int, count: TokenCount, heading_path: tuple[str, ...]) -> None:
@@ -111,6 +165,7 @@ class _Chunker:
         self.base = self.count("")  # the heading path (and a model's special tokens)
         if self.base > budget - 4:  # a heading path alone must leave room for words
             raise ValueError(f"heading {' > '.join(heading_path)!r} alone is over the {budget}-token budget")
+        self.target = max(1, (budget - self.base) // TARGET_SHARE)
 
     def measure(self, markdown: str) -> tuple[str, int]:
         """(retrieval text, its tokens) of a chunk's markdown, each computed once."""
@@ -125,30 +180,73 @@ class _Chunker:
     def fits(self, markdown: str) -> bool:
         return self.count(markdown) <= self.budget
 
-    def chunks(self, blocks: list[str]) -> list[str]:
-        body = "\n\n".join(blocks)
+    def chunks(self, blocks: list[Block]) -> list[Chunk]:
+        """The chunks of a section body; one (anchored "0") when it fits, else anchored by
+        the fingerprint of their first piece ("~2", "~3" on a repeat)."""
+        body = "\n\n".join(b.text for b in blocks)
         if self.fits(body):
-            return [body]
-        pieces = [p for block in blocks for p in self._pieces(block)]
-        packed = self._pack(pieces, estimate=True)
-        if all(self.fits(c) for c in packed):
-            return packed
-        return self._pack(pieces, estimate=False)
+            return [Chunk(body, "0")]
+        pieces = [p for i, block in enumerate(blocks) for p in self._block_pieces(block, i)]
+        fps = [fingerprint(p.text) for p in pieces]
+        sizes, header = [], []  # tokens of each piece in a chunk; of its header, if it starts one
+        for i, p in enumerate(pieces):
+            own = self.count(f"{p.header}\n{p.text}" if p.header else p.text) - self.base + 1
+            repeated = self.count(p.header) - self.base + 1 if p.header and pieces[i - 1].table == p.table else 0
+            sizes.append(max(1, own - repeated))
+            header.append(repeated)
 
-    def _pack(self, pieces: list[_Piece], *, estimate: bool) -> list[str]:
-        out: list[str] = []
-        current, used = "", 0
-        for piece in pieces:
-            own = self.count(piece.text) - self.base if estimate else 0
-            candidate = f"{current}{piece.joiner}{piece.text}"
-            if current and (used + own + 1 <= self.budget if estimate else self.fits(candidate)):
-                current, used = candidate, used + own + 1
-            else:
-                if current:
-                    out.append(current)
-                current, used = piece.text, self.base + own
-        out.append(current)
+        def fits(start: int, end: int) -> bool:  # estimated
+            return self.base + header[start] + sum(sizes[start:end]) <= self.budget
+
+        cuts: list[tuple[int, int]] = []
+        for a, b in spans(fps, sizes, fits, self.target, self.target / 2):
+            cuts += [(a, b)] if self.fits(self._join(pieces[a:b])) else self._exact(pieces, a, b)
+        out: list[Chunk] = []
+        seen: Counter[str] = Counter()
+        for a, b in cuts:
+            anchor = f"{fps[a]:016x}"[:12]
+            seen[anchor] += 1
+            out.append(Chunk(self._join(pieces[a:b]), anchor if seen[anchor] == 1 else f"{anchor}~{seen[anchor]}"))
         return out
+
+    def _exact(self, pieces: list[_Piece], start: int, end: int) -> list[tuple[int, int]]:
+        """Pieces [start, end) cut into the longest runs that fit, counted exactly."""
+        out: list[tuple[int, int]] = []
+        a = start
+        for i in range(start + 1, end):
+            if not self.fits(self._join(pieces[a : i + 1])):
+                out.append((a, i))
+                a = i
+        return [*out, (a, end)]
+
+    @staticmethod
+    def _join(pieces: list[_Piece]) -> str:
+        """The markdown of consecutive pieces; a table row that starts the chunk (or its
+        table within it) brings its table's header rows."""
+        out: list[str] = []
+        for i, p in enumerate(pieces):
+            text = f"{p.header}\n{p.text}" if p.header and (i == 0 or pieces[i - 1].table != p.table) else p.text
+            out += [p.joiner, text] if out else [text]
+        return "".join(out)
+
+    def _block_pieces(self, block: Block, index: int) -> Iterator[_Piece]:
+        """A block's pieces: a table over the target by rows (each knowing its header), a
+        list over it by items, anything else whole when it fits, else cut (`_pieces`)."""
+        text = block.text
+        if block.kind == "code" or self.count(text) - self.base <= self.target:
+            yield from self._pieces(text)
+        elif (table := _rows(text)) is not None and self.fits(table[0]):
+            head, rows = table
+            for i, row in enumerate(rows):
+                if self.fits(f"{head}\n{row}"):
+                    yield _Piece(row, "\n\n" if i == 0 else "\n", head, index)
+                else:  # a row alone over the budget: read as text
+                    yield from self._pieces(row, "\n\n" if i == 0 else "\n")
+        elif (items := _items(text)) is not None:
+            for i, item in enumerate(items):
+                yield from self._pieces(item, "\n\n" if i == 0 else "\n")
+        else:
+            yield from self._pieces(text)
 
     def _pieces(self, text: str, joiner: str = "\n\n", level: int = 0) -> Iterator[_Piece]:
         """`text` whole if it fits, else cut at the next finer boundary: lines, sentences,
@@ -217,17 +315,19 @@ def segment(
     out: list[Section] = []
     ordinal = 0
     for path, blocks in _sections(markdown) or _headings_only(markdown):
-        blocks = [b for b in blocks if b.strip()]
+        blocks = [b for b in blocks if b.text.strip()]
         if not blocks:
             continue
         key = section_key(url, path)
         chunker = _Chunker(budget, count, path)
-        for index, text in enumerate(chunker.chunks(blocks)):
+        for index, chunk in enumerate(chunker.chunks(blocks)):
+            text = chunk.text
             embed_text, tokens = chunker.measure(text)
             out.append(
                 Section(
                     key=key,
                     chunk_index=index,
+                    anchor=chunk.anchor,
                     url=url,
                     heading_path=path,
                     ordinal=ordinal,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...core.models import Section
+from ...core.models import Section, anchor_of
 
 _MASK64 = (1 << 64) - 1
 
@@ -53,4 +53,5 @@ def section_from_row(row: Any) -> Section:
         tokens=row.tokens,
         title=row.title,
         as_of=row.as_of,
+        anchor=anchor_of(row.id, row.key),
     )

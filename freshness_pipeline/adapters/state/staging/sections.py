@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import Engine, Table, exists, select
 
-from ....core.models import Section
+from ....core.models import Section, anchor_of
 from .. import schema
 from ..dialect import chunks
 from ..section_rows import _unsigned, section_fields
@@ -111,7 +111,7 @@ class SectionStaging:
 # attribute lookups would cost more than the rest of reading the staged plan.
 _SECTION_COLUMNS = (
     "key", "chunk_index", "url", "heading_path", "ordinal", "text", "embed_text",
-    "content_hash", "simhash", "tokens", "page_date", "title",
+    "content_hash", "simhash", "tokens", "page_date", "title", "id",
 )  # fmt: skip
 
 
@@ -120,8 +120,8 @@ def section_columns(t: Table) -> list[Any]:
 
 
 def section_from_row(v: Sequence[Any], as_of: str | None = None) -> Section:
-    key, chunk_index, url, heading_path, ordinal, text, embed_text, content_hash, simhash, tokens, date, title = v
+    key, chunk_index, url, heading_path, ordinal, text, embed_text, content_hash, simhash, tokens, date, title, id_ = v
     return Section(
         key, chunk_index, url, tuple(heading_path), ordinal, text, embed_text, content_hash,
-        _unsigned(simhash), tokens, date, title, as_of,
+        _unsigned(simhash), tokens, date, title, as_of, anchor_of(id_, key),
     )  # fmt: skip
