@@ -30,7 +30,7 @@ with collections_paused():
     from .metrics_assets import freshness_metrics
     from .resources import FreshnessResource
     from .sensors import refresh_sensors
-    from .source_freshness import source_freshness_sensor
+    from .source_freshness import source_fresh, source_freshness_sensor
 
 # A process that loaded the code location (the code server, each run worker, `dagster dev`)
 # exits without Python's final garbage collections, which walk every object of Dagster's
@@ -44,6 +44,7 @@ jobs: list = [refresh_job]
 
 defs = dg.Definitions(
     assets=assets,
+    asset_checks=[source_fresh],
     sensors=sensors,
     jobs=jobs,
     executor=refresh_executor(),
