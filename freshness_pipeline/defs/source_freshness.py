@@ -24,6 +24,7 @@ import dagster as dg
 from ..adapters.state.store import StateStore
 from ..config import ConfigError, Settings, state_url
 from .assets import vector_index
+from .automation import launching_sensors_status
 from .checks import SOURCE_FRESH_KEY, source_fresh_verdict
 from .partitions import sources_partitions
 from .resources import FreshnessResource
@@ -74,7 +75,7 @@ def source_fresh(context: dg.AssetCheckExecutionContext, freshness: FreshnessRes
 @dg.sensor(
     asset_selection=dg.AssetSelection.checks(source_fresh),
     minimum_interval_seconds=60,
-    default_status=dg.DefaultSensorStatus.RUNNING,
+    default_status=launching_sensors_status(),
     description="Has each source's source_fresh check judged between runs: WARN once its fastest "
     "tier's interval passed since its last committed refresh, ERROR once its slowest tier's did "
     "(each source against its own cadence). When a source's verdict changes, a source_freshness "
