@@ -1,5 +1,11 @@
 """Shared fixtures: a fresh Postgres database per session (the real local server), state
-store URLs for both backends, and an isolated $DAGSTER_HOME per test."""
+store URLs for both backends, an isolated $DAGSTER_HOME per test, and the shared corpora.
+
+The corpora (`../shared/corpora`, or `$FRESHNESS_CORPORA`) hold other projects' text and are
+not in the repository. Every test that reads them takes the `corpora` fixture (and is marked
+`corpus` by it): a clone without them skips those tests and says how to run them; under
+`CI=true`, or when $FRESHNESS_CORPORA names a folder (.ci/run sets it), a missing corpus fails.
+The synthetic replay (pipeline/test_synthetic_replay.py) proves the planner either way."""
 
 from __future__ import annotations
 
@@ -12,8 +18,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
+from bench.corpora import CORPORA, corpora_root
 from freshness_pipeline.defs.instance import write_instance_config
 
+RUN_CORPUS_TESTS = "FRESHNESS_CORPORA=/path/to/corpora python -m pytest -m corpus"
 PG_ADMIN_URL = os.environ.get("FRESHNESS_TEST_PG", "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres")
 
 
@@ -62,3 +70,31 @@ def dagster_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         write_instance_config(home)
         monkeypatch.setenv("DAGSTER_HOME", str(home))
         yield home
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that takes `corpora` is a corpus test (`-m corpus` selects every one)."""
+    for item in items:
+        if "corpora" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.corpus)
+
+
+def missing_corpora(root: Path) -> list[str]:
+    return [name for name in CORPORA if not (root / name / "revisions.json").is_file()]
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+@pytest.fixture(scope="session")
+def corpora() -> Path:
+    """The corpora's folder; the one skip-or-fail rule for every test that reads them."""
+    root = corpora_root()
+    missing = missing_corpora(root)
+    if not missing:
+        return root
+    why = f"corpus test: no {', '.join(missing)} corpus under {root} (each with revisions.json and r0..r9/)"
+    if in_ci() or os.environ.get("FRESHNESS_CORPORA"):
+        pytest.fail(f"{why}; under CI or a set FRESHNESS_CORPORA it must run: point it at them", pytrace=False)
+    pytest.skip(f"{why}; run it with `{RUN_CORPUS_TESTS}`")

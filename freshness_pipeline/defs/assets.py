@@ -38,13 +38,12 @@ from .checks import (
     FLAGGED_PAGES,
     PAGES_NOT_CHECKED,
     RECONCILE_CLEAN,
-    SOURCE_FRESH,
+    SOURCE_FRESH_KEY,
     STALE_SHARE,
     change_spike,
     flagged_pages,
     pages_not_checked,
     reconcile_clean,
-    source_fresh,
     stale_share,
 )
 from .executors import CELERY_QUEUE_TAG, EMBEDDINGS_QUEUE
@@ -258,7 +257,7 @@ def diff_plan(
     code_version=f"index-1+{model_code_version(SETTINGS_AT_LOAD)}",
     pool=EMBEDDINGS_POOL,
     op_tags={CELERY_QUEUE_TAG: EMBEDDINGS_QUEUE},  # under the celery executor: the embedding workers
-    check_specs=[SOURCE_FRESH, RECONCILE_CLEAN],
+    check_specs=[RECONCILE_CLEAN],
     description="The vector index: embed the queue, upsert, delete, then commit the manifest. "
     "Does not run when diff_plan's blocking change-spike check fails. Its freshness is judged per "
     "source by the source_fresh check; reconcile_clean compares it with the manifest after the commit.",
@@ -270,7 +269,6 @@ def vector_index(
         allow = context.run.tags.get(ALLOW_SPIKE_TAG, "").lower() == "true"
         with _one_line_failure():
             report = apply_plan(ctx, diff_plan, run_id=context.run.run_id, spike_override=allow)
-        last = ctx.store.runs.recent(ctx.name, limit=1)
         context.log.info(f"{report.source}: {report.line()}")
         yield dg.Output(
             report,
@@ -287,7 +285,6 @@ def vector_index(
                 URI: dg.MetadataValue.text(index_uri(ctx.settings, report.namespace)),
             },
         )
-        yield source_fresh(ctx.source, float(last[0]["finished_at"]) if last else None)
         yield reconcile_clean(ctx)  # the stores as the commit left them, in this step
 
 
@@ -301,7 +298,8 @@ def _seconds_since_run_start(context: dg.AssetExecutionContext) -> float:
 refresh_assets = [fetched_pages, section_manifest, diff_plan, vector_index]
 # The four assets, their checks, and whatever is derived from the index
 # (freshness_metrics), in the same run.
-refresh_selection = dg.AssetSelection.assets(*refresh_assets).downstream()
+# (source_fresh, judged between runs by its own job, is not a step of it.)
+refresh_selection = dg.AssetSelection.assets(*refresh_assets).downstream() - dg.AssetSelection.checks(SOURCE_FRESH_KEY)
 refresh_job = dg.define_asset_job(
     "refresh",
     selection=refresh_selection,

@@ -8,10 +8,18 @@ from __future__ import annotations
 import dagster as dg
 
 from ..pipeline.attempts import record_attempt
+from .assets import refresh_assets, refresh_job
 from .resources import FreshnessResource
 from .run_summary import summarize
 
 PARTITION_TAG = "dagster/partition"
+REFRESH_KEYS = {key for a in refresh_assets for key in a.keys}
+
+
+def is_refresh(run: dg.DagsterRun) -> bool:
+    """A run of the refresh job, or one materializing its assets (the UI's, a backfill's); not
+    a run of checks only (`source_fresh`'s)."""
+    return run.job_name == refresh_job.name or bool(REFRESH_KEYS & set(run.asset_selection or ()))
 
 
 @dg.run_failure_sensor(
@@ -24,6 +32,6 @@ def failed_refresh_attempts(context: dg.RunFailureSensorContext, freshness: Fres
     run = context.dagster_run
     source = run.tags.get(PARTITION_TAG)
     settings = freshness.settings()
-    if source is None or source not in {s.name for s in settings.sources}:
-        return  # a run over several partitions (a backfill's) or of a source no longer listed
+    if source is None or source not in {s.name for s in settings.sources} or not is_refresh(run):
+        return  # a run over several partitions (a backfill's), of a source no longer listed, of checks only
     record_attempt(settings, source, summarize(context.instance, run.run_id))

@@ -12,12 +12,12 @@
   the commit landed.
 - `vector_index` / `source_fresh`: the source's last committed refresh against its own tier
   cadence: WARN once its fastest tier's interval passed, ERROR once its slowest one's did.
-  Reported by each refresh (passing) and by `source_freshness_sensor` between runs, so a
-  source whose runs fail or stop is seen (`source_freshness.py`).
+  A check of its own, not in the `refresh` job: `source_freshness_sensor` runs it when a
+  source's verdict changes, so a source whose runs fail or stop is seen (`source_freshness.py`).
 - `freshness_metrics` / `freshness_alert`: the freshness score of the index after the commit
   (the drift this run repaired left out) under `checks.freshness_alert`: WARN.
 
-Every check runs inside its asset's step (the specs below are the assets' `check_specs`;
+Every other check runs inside its asset's step (the specs below are the assets' `check_specs`;
 the functions build their results): as steps of their own they would cost every run more
 steps, each with its own events, input loads and, under the Celery executor, a task.
 `reconcile_clean` reads the stores rather than a report, after the commit in the same step.
@@ -98,14 +98,8 @@ RECONCILE_CLEAN = dg.AssetCheckSpec(
     description="The manifest equals what the vector store holds: no orphans, nothing missing, "
     "no hash mismatch. ERROR on drift.",
 )
-SOURCE_FRESH = dg.AssetCheckSpec(
-    "source_fresh",
-    asset="vector_index",
-    partitions_def=sources_partitions,
-    description="The source's last committed refresh against its own cadence (`tiers.*_every_h`): "
-    "WARN once its fastest tier's interval passed without one, ERROR once its slowest tier's did. "
-    "Each refresh reports it, and `source_freshness_sensor` between runs.",
-)
+# `source_fresh` is a check of its own, run between refreshes (`source_freshness.py`).
+SOURCE_FRESH_KEY = dg.AssetCheckKey(dg.AssetKey("vector_index"), "source_fresh")
 FRESHNESS_ALERT = dg.AssetCheckSpec(
     "freshness_alert",
     asset="freshness_metrics",
@@ -291,11 +285,19 @@ def source_fresh_verdict(
     now = time.time() if now is None else now
     every = [s for s in intervals(source.tiers.cadence()).values() if s > 0]
     warn, fail = (min(every), max(every)) if every else (0.0, 0.0)
-    metadata: dict[str, Any] = {"warn_after_h": round(warn / 3600, 4), "fail_after_h": round(fail / 3600, 4)}
+    # The UI plots a check's numeric metadata across all its results, every partition's in
+    # one line: named per source (`hours_since/<source>`), each source gets its own plot.
+    metadata: dict[str, Any] = {
+        f"warn_after_h/{source.name}": round(warn / 3600, 4),
+        f"fail_after_h/{source.name}": round(fail / 3600, 4),
+    }
     if last_refresh is None:
         return False, dg.AssetCheckSeverity.ERROR, f"{source.name}: never refreshed", metadata
     age = max(0.0, now - last_refresh)
-    metadata |= {"last_refresh": dg.MetadataValue.timestamp(last_refresh), "hours_since": round(age / 3600, 4)}
+    metadata |= {
+        "last_refresh": dg.MetadataValue.timestamp(last_refresh),
+        f"hours_since/{source.name}": round(age / 3600, 4),
+    }
     ago = f"{source.name}: last refreshed {_hours(age)} ago"
     if not every:
         return True, dg.AssetCheckSeverity.WARN, f"{ago}; its tiers refresh on every tick, no window to judge", metadata
@@ -307,13 +309,6 @@ def source_fresh_verdict(
         return False, dg.AssetCheckSeverity.WARN, why, metadata
     why = f"{ago}, within {_hours(warn)} (WARN after, ERROR after {_hours(fail)})"
     return True, dg.AssetCheckSeverity.WARN, why, metadata
-
-
-def source_fresh(source: Source, last_refresh: float | None) -> dg.AssetCheckResult:
-    passed, severity, description, metadata = source_fresh_verdict(source, last_refresh)
-    return dg.AssetCheckResult(
-        check_name=SOURCE_FRESH.name, passed=passed, severity=severity, description=description, metadata=metadata
-    )
 
 
 def freshness_alert(report: FreshnessReport, policy: CheckPolicy) -> dg.AssetCheckResult:

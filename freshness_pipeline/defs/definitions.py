@@ -27,7 +27,7 @@ with collections_paused():
     from .metrics_assets import freshness_metrics
     from .resources import FreshnessResource
     from .sensors import refresh_sensors
-    from .source_freshness import source_freshness_sensor
+    from .source_freshness import source_fresh, source_freshness_sensor
 no_collections_at_exit()
 
 assets: list = [*refresh_assets, freshness_metrics]
@@ -36,6 +36,7 @@ jobs: list = [refresh_job]
 
 defs = dg.Definitions(
     assets=assets,
+    asset_checks=[source_fresh],
     sensors=sensors,
     jobs=jobs,
     executor=refresh_executor(),

@@ -13,6 +13,9 @@
   chunker, embedding model) differ from those a source's index was built with, requests
   one `refresh` run per drifted source's partition (a re-index).
 
+`tier_cadence_sensor` and `version_bump_sensor` start off unless `FRESHNESS_SENSORS=on`
+(`automation.py`); `sources_partitions_sensor` launches nothing and starts on.
+
 A sources file that does not load fails the tick (its ConfigError names the file and the
 setting): a broken file must not pass for "nothing to do".
 """
@@ -31,6 +34,7 @@ from ..core.cadence import Due, due, intervals
 from ..core.tiers import TIERS
 from ..pipeline.context import versions_for
 from .assets import fetched_pages, refresh_job
+from .automation import launching_sensors_status
 from .partitions import SOURCES, sources_partitions
 from .resources import FreshnessResource
 from .tags import TIER_TAG
@@ -111,7 +115,7 @@ def _last_runs(instance: dg.DagsterInstance, source: str) -> _Runs:
 @dg.sensor(
     job=refresh_job,
     minimum_interval_seconds=300,
-    default_status=dg.DefaultSensorStatus.RUNNING,
+    default_status=launching_sensors_status(),
     description="Launches a refresh run tagged freshness/tier for each source whose hot, warm or "
     "cold tier is due (tiers.*_every_h in the sources file). A failed refresh is retried, backing "
     "off per source up to the tier's cadence; the skip reason says why each source waits.",
@@ -195,7 +199,7 @@ def reindex_requests(drift: dict[str, str]) -> list[dg.RunRequest]:
 @dg.sensor(
     job=refresh_job,
     minimum_interval_seconds=300,
-    default_status=dg.DefaultSensorStatus.RUNNING,
+    default_status=launching_sensors_status(),
     description="Re-indexes a source when the normalizer, chunker or embedding model a refresh would "
     "build with differs from its index's: one refresh run per drifted source, tagged "
     "freshness/reindex with what changed. Asked once per change (the cursor remembers).",

@@ -1,13 +1,20 @@
-"""`source_freshness_sensor`: judges every source's freshness between runs.
+"""`source_fresh`: each source's last committed refresh against its own cadence, and
+`source_freshness_sensor`, which has it judged between runs.
 
 A check that runs only inside a refresh cannot see a refresh that did not happen (a site
-unreachable, a spike blocked, the sensors off), so this sensor reports the `source_fresh`
-check of each source's partition itself, from the state store's committed runs, whenever
-its verdict changes. Dagster's `FreshnessPolicy` would judge `vector_index` as a whole:
-one source refreshed would make every other one look fresh.
-"""
+unreachable, a spike blocked), so `source_fresh` is a check of its own (not a step of the
+`refresh` job): `source_freshness_sensor` judges every source each minute and, when a
+source's verdict changes (a refresh committed, a tier's interval passed), launches a
+`source_freshness` run of the check for that source's partition. It can also be executed
+from the UI. Dagster's `FreshnessPolicy` would judge `vector_index` as a whole: one source
+refreshed would make every other one look fresh.
 
-from __future__ import annotations
+The sensor launches runs rather than returning `asset_events`: Dagster 1.13 stores a check
+result reported outside a run under (asset, check, partition) and an empty run id, unique
+(`idx_asset_check_executions_unique`), so a partition's second runless result failed every
+tick with a UniqueViolation. In a run, the result is the run's own and targets the
+partition's latest materialization, so the UI shows it as the partition's current status.
+"""
 
 import json
 import time
@@ -15,57 +22,64 @@ import time
 import dagster as dg
 
 from ..adapters.state.store import StateStore
-from ..config import Settings, state_url
+from ..config import ConfigError, Settings, state_url
 from .assets import vector_index
-from .checks import SOURCE_FRESH, source_fresh_verdict
+from .automation import launching_sensors_status
+from .checks import SOURCE_FRESH_KEY, source_fresh_verdict
 from .partitions import sources_partitions
 from .resources import FreshnessResource
 
 
-def last_refreshes(settings: Settings) -> dict[str, float | None]:
+def last_refreshes(settings: Settings, names: list[str] | None = None) -> dict[str, float | None]:
     """Source -> when its last committed refresh finished (None: never)."""
     store = StateStore(state_url(settings), read_only=True)
     try:
         out: dict[str, float | None] = {}
-        for src in settings.sources:
-            runs = store.runs.recent(src.name, limit=1)
-            out[src.name] = float(runs[0]["finished_at"]) if runs else None
+        for name in [s.name for s in settings.sources] if names is None else names:
+            runs = store.runs.recent(name, limit=1)
+            out[name] = float(runs[0]["finished_at"]) if runs else None
         return out
     finally:
         store.close()
 
 
-def evaluations(
-    settings: Settings, last: dict[str, float | None], now: float, known: set[str]
-) -> dict[str, dg.AssetCheckEvaluation]:
-    """The `source_fresh` evaluation of each source that has its partition."""
+def verdicts(settings: Settings, last: dict[str, float | None], now: float, known: set[str]) -> dict[str, str]:
+    """The `source_fresh` state ("pass", "WARN", "ERROR") of each source that has its partition."""
     out = {}
     for src in settings.sources:
-        if src.name not in known:
-            continue  # sources_partitions_sensor adds it first
-        passed, severity, description, metadata = source_fresh_verdict(src, last.get(src.name), now)
-        out[src.name] = dg.AssetCheckEvaluation(
-            asset_key=vector_index.key,
-            check_name=SOURCE_FRESH.name,
-            passed=passed,
-            severity=severity,
-            description=description,
-            metadata=metadata,
-            partition=src.name,
-        )
+        if src.name in known:  # sources_partitions_sensor adds it first
+            passed, severity, _, _ = source_fresh_verdict(src, last.get(src.name), now)
+            out[src.name] = "pass" if passed else severity.value
     return out
 
 
-def _state(e: dg.AssetCheckEvaluation) -> str:
-    return "pass" if e.passed else e.severity.value
+@dg.asset_check(
+    asset=vector_index,
+    name=SOURCE_FRESH_KEY.name,
+    partitions_def=sources_partitions,
+    description="The source's last committed refresh against its own cadence (`tiers.*_every_h`): "
+    "WARN once its fastest tier's interval passed without one, ERROR once its slowest tier's did. "
+    "Judged when it runs: source_freshness_sensor runs it for a source whose verdict changed.",
+)
+def source_fresh(context: dg.AssetCheckExecutionContext, freshness: FreshnessResource) -> dg.AssetCheckResult:
+    settings = freshness.settings()
+    name = context.partition_key
+    try:
+        source = settings.source(name)
+    except ConfigError as exc:
+        raise dg.Failure(description=f"source_fresh: {exc}", allow_retries=False) from exc
+    passed, severity, description, metadata = source_fresh_verdict(source, last_refreshes(settings, [name])[name])
+    return dg.AssetCheckResult(passed=passed, severity=severity, description=description, metadata=metadata)
 
 
 @dg.sensor(
+    asset_selection=dg.AssetSelection.checks(source_fresh),
     minimum_interval_seconds=60,
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Reports each source's source_fresh check between runs: WARN once its fastest "
+    default_status=launching_sensors_status(),
+    description="Has each source's source_fresh check judged between runs: WARN once its fastest "
     "tier's interval passed since its last committed refresh, ERROR once its slowest tier's did "
-    "(each source against its own cadence). Reported when a verdict changes.",
+    "(each source against its own cadence). When a source's verdict changes, a source_freshness "
+    "run reports it.",
 )
 def source_freshness_sensor(
     context: dg.SensorEvaluationContext, freshness: FreshnessResource
@@ -74,11 +88,14 @@ def source_freshness_sensor(
     partitions = sources_partitions.name
     assert partitions is not None  # partitions.py names it
     known = set(context.instance.get_dynamic_partitions(partitions))
-    found = evaluations(settings, last_refreshes(settings), time.time(), known)
+    found = verdicts(settings, last_refreshes(settings), time.time(), known)
     reported: dict[str, str] = json.loads(context.cursor or "{}")
-    changed = [e for name, e in found.items() if reported.get(name) != _state(e)]
-    cursor = json.dumps({name: _state(e) for name, e in found.items()}, sort_keys=True)
+    changed = sorted(name for name, state in found.items() if reported.get(name) != state)
+    cursor = json.dumps(found, sort_keys=True)
     if not changed:
         return dg.SensorResult(skip_reason="no source's freshness changed", cursor=cursor)
-    context.log.info("; ".join(e.description or "" for e in changed))
-    return dg.SensorResult(asset_events=changed, cursor=cursor)
+    context.log.info("; ".join(f"{name}: {reported.get(name, 'unreported')} -> {found[name]}" for name in changed))
+    return dg.SensorResult(
+        run_requests=[dg.RunRequest(partition_key=name, asset_check_keys=[SOURCE_FRESH_KEY]) for name in changed],
+        cursor=cursor,
+    )

@@ -1,6 +1,8 @@
-"""Each source's last refresh attempt, whatever its outcome: a failed or blocked run commits
-nothing to the run log, so without this `freshness status` would show the previous success
-as if nothing had happened since. The entry point records every refresh it runs."""
+"""Each source's last refresh attempt, whatever its outcome and however it was launched: a
+failed or blocked run commits nothing to the run log, so without this `freshness status`
+would show the previous success as if nothing had happened since. The entry point records
+every refresh it runs, the run failure sensor every failed one of the UI or a sensor, and
+every run that committed is in the run log: the latest of the two is the last attempt."""
 
 from __future__ import annotations
 
@@ -24,6 +26,21 @@ def not_refreshed(attempt: Mapping[str, Any] | None, last_success: Mapping[str, 
     head = f"the last refresh ({when}) {'was blocked' if attempt['status'] == 'blocked' else 'failed'}"
     tail = f"the index is as of the last success, {since}" if since else "nothing was ever indexed"
     return f"{head}: {attempt.get('message') or 'no message'}; {tail}"
+
+
+def latest_attempt(
+    attempt: Mapping[str, Any] | None, last_success: Mapping[str, Any] | None
+) -> Mapping[str, Any] | None:
+    """The source's last attempt: the recorded one, unless a run committed after it (a run of
+    the UI, a sensor or a backfill, which no command recorded)."""
+    if last_success is None or (attempt is not None and attempt["finished_at"] >= last_success["finished_at"]):
+        return attempt
+    return {
+        "run_id": last_success["run_id"],
+        "finished_at": last_success["finished_at"],
+        "status": "success",
+        "message": None,
+    }
 
 
 def record_attempt(settings: Settings, name: str, outcome: Mapping[str, Any]) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..config import Settings
-from .attempts import not_refreshed
+from .attempts import latest_attempt, not_refreshed
 from .context import SourceContext
 from .reconcile import compare
 
@@ -39,7 +39,7 @@ def source_status(settings: Settings, name: str, *, recent_runs: int = 10) -> di
         if fresh["freshness"] and not index.clean:
             fresh["freshness"]["alert"] = True  # a score measured on an index that is not there
         last = runs[0] if runs else None
-        attempt = ctx.store.runs.last_attempt(name)
+        attempt = latest_attempt(ctx.store.runs.last_attempt(name), last)
         stalled = not_refreshed(attempt, last)
         if stalled:
             fresh["freshness"] = {**(fresh["freshness"] or {}), "alert": True, "not_refreshed": stalled}

@@ -4,6 +4,7 @@ tokenizer and cut at its window, so the model never silently truncates a section
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -14,7 +15,7 @@ from freshness_pipeline.core.extract import extract
 from freshness_pipeline.core.noise import normalize
 from freshness_pipeline.core.segment import segment
 from freshness_pipeline.demo.render import render
-from freshness_pipeline_tests.corpus.corpora import corpora_root, load_revisions
+from freshness_pipeline_tests.corpus.corpora import load_revisions
 
 URL = "https://docs.test/api"
 
@@ -29,10 +30,7 @@ def test_each_provider_gets_its_tokenizer_and_window() -> None:
     assert tokenizer_for(EmbedderConfig(provider="hashing"), chunking) == TokenizerSpec("tiktoken", "cl100k_base", 400)
 
 
-def corpus_sections(spec: TokenizerSpec) -> list:
-    root = corpora_root() / "httpx"
-    if not (root / "revisions.json").is_file():
-        pytest.fail(f"needs the shipped corpora under {corpora_root()} (set FRESHNESS_CORPORA)", pytrace=False)
+def corpus_sections(root: Path, spec: TokenizerSpec) -> list:
     out = []
     for rel, text in load_revisions(root)[-1].docs.items():
         url = f"{URL}/{rel}"
@@ -42,9 +40,9 @@ def corpus_sections(spec: TokenizerSpec) -> list:
 
 
 @pytest.mark.slow
-def test_no_section_of_a_real_site_is_longer_than_the_local_models_window() -> None:
+def test_no_section_of_a_real_site_is_longer_than_the_local_models_window(corpora: Path) -> None:
     spec = tokenizer_for(EmbedderConfig(provider="local"), ChunkPolicy())
-    sections = corpus_sections(spec)
+    sections = corpus_sections(corpora / "httpx", spec)
     os.environ["HF_HUB_OFFLINE"] = "1"
     st = pytest.importorskip(
         "sentence_transformers",

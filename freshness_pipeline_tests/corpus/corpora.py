@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
-from bench.corpora import CORPORA, TIPS, Revision, build_noise, corpora_root, first_seen, load_revisions
+from bench.corpora import CORPORA, TIPS, Revision, build_noise, first_seen, load_revisions
 from freshness_pipeline.config import ChunkPolicy
 from freshness_pipeline.core.extract import extract
 from freshness_pipeline.core.models import Section
@@ -23,7 +23,7 @@ from freshness_pipeline.core.segment import segment
 from freshness_pipeline.core.urls import normalize_url
 from freshness_pipeline.demo.render import page_path, render, title_of
 
-__all__ = ["CORPORA", "TIPS", "Revision", "build_noise", "corpora_root", "first_seen", "load_revisions"]
+__all__ = ["CORPORA", "TIPS", "Revision", "build_noise", "first_seen", "load_revisions"]
 __all__ += ["Diff", "expected_diff", "oracle"]
 
 

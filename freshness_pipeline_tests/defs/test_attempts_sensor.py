@@ -1,5 +1,6 @@
-"""A failed refresh that no `freshness` command waited for (a sensor's run, the UI's) still
-reaches `freshness status` as the source's last attempt, through the run failure sensor."""
+"""A refresh that no `freshness` command waited for (a sensor's run, the UI's) is the source's
+last attempt in `freshness status`: a failed one through the run failure sensor, a successful
+one through the run log its commit wrote."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from freshness_pipeline.defs.attempts_sensor import failed_refresh_attempts
 from freshness_pipeline.defs.definitions import defs
 from freshness_pipeline.defs.partitions import sources_partitions
 from freshness_pipeline.defs.resources import FreshnessResource
+from freshness_pipeline.demo.server import DocsSite
+from freshness_pipeline_tests.sitegen import generate
 from freshness_pipeline_tests.test_cli import cli, write_sources
 
 
@@ -47,3 +50,25 @@ def test_a_failed_run_no_command_waited_for_is_the_sources_last_attempt(
     assert after["last_attempt"]["status"] == "failure" and after["last_attempt"]["run_id"] == result.run_id
     assert "fetched_pages" in after["last_attempt"]["message"]
     assert after["freshness"]["not_refreshed"]
+
+
+def test_a_success_launched_from_the_ui_after_a_cli_run_is_the_last_attempt(
+    dagster_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with DocsSite() as site:
+        site.publish(generate(2, sections_per_page=2, seed=3).markdown())
+        sources = write_sources(dagster_home / "sources.yaml", site.sitemap_url)
+        monkeypatch.setenv("FRESHNESS_SOURCES", str(sources))
+        cli("run", "--sources", str(sources))  # the CLI records its run as the attempt
+        (first,) = json.loads(cli("status", "--json", "--sources", str(sources))[0])
+        assert first["last_attempt"]["status"] == "success"
+
+        site.publish(generate(2, sections_per_page=2, seed=4).markdown())
+        instance = dg.DagsterInstance.get()
+        # The UI's (or a sensor's) run: the job in the code location, no CLI around it.
+        result = defs.resolve_job_def("refresh").execute_in_process(instance=instance, partition_key="docs")
+        assert result.success
+        (after,) = json.loads(cli("status", "--json", "--sources", str(sources))[0])
+    assert after["last_attempt"]["run_id"] == result.run_id != first["last_attempt"]["run_id"]
+    assert after["last_attempt"]["status"] == "success"
+    assert after["last_attempt"]["finished_at"] == after["last_run"]["finished_at"]

@@ -1,25 +1,31 @@
 """Freshness is judged per source, against its own cadence: with one source unreachable past
 its FAIL window and another just refreshed, the first reads ERROR and the second passes, as
-the `source_fresh` check of each source's partition of `vector_index` (reported by each
-refresh, and by `source_freshness_sensor` between runs)."""
+the `source_fresh` check of each source's partition of `vector_index`, which
+`source_freshness_sensor` has run (a `source_freshness` run per source) whenever a source's
+verdict changes. On a Postgres instance the sensor ticks again and again without failing."""
 
 from __future__ import annotations
 
 import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
 import pytest
 import yaml
+from sqlalchemy import create_engine, make_url, text
 
 from freshness_pipeline.defs.definitions import defs
 from freshness_pipeline.defs.resources import FreshnessResource
 from freshness_pipeline.defs.source_freshness import source_freshness_sensor
 from freshness_pipeline.demo.server import DocsSite
+from freshness_pipeline_tests.conftest import PG_ADMIN_URL
 from freshness_pipeline_tests.sitegen import generate
 
 # "down" refreshes every 7.2 s / 9 s / 10.8 s (hot / warm / cold): past its FAIL window soon.
 FAST = {"hot_every_h": 0.002, "warm_every_h": 0.0025, "cold_every_h": 0.003}
+CHECK = dg.AssetCheckKey(dg.AssetKey("vector_index"), "source_fresh")
 
 
 def _refresh(instance: dg.DagsterInstance, source: str) -> dg.ExecuteInProcessResult:
@@ -28,13 +34,10 @@ def _refresh(instance: dg.DagsterInstance, source: str) -> dg.ExecuteInProcessRe
     )
 
 
-def _fresh(result: dg.ExecuteInProcessResult) -> dg.AssetCheckEvaluation:
-    (found,) = [e for e in result.get_asset_check_evaluations() if e.check_name == "source_fresh"]
-    return found
-
-
 def _tick(instance: dg.DagsterInstance, cursor: str | None = None) -> tuple[list[dg.AssetCheckEvaluation], str | None]:
-    """The check evaluations a tick reports, and its cursor."""
+    """One tick as the daemon runs it: the tick, what it reports outside a run (stored with
+    `report_runless_asset_event`, as the daemon does), and the runs it requests (executed
+    here on the same instance). The check evaluations the tick led to, and its cursor."""
     with (
         dg.build_sensor_context(
             instance=instance, cursor=cursor, definitions=defs, resources={"freshness": FreshnessResource()}
@@ -42,33 +45,51 @@ def _tick(instance: dg.DagsterInstance, cursor: str | None = None) -> tuple[list
         dg.partition_loading_context(dynamic_partitions_store=instance),
     ):
         data = source_freshness_sensor.evaluate_tick(ctx)
-    found = [e for e in data.asset_events if isinstance(e, dg.AssetCheckEvaluation)]
-    assert len(found) == len(data.asset_events)
+    found = []
+    for event in data.asset_events:
+        instance.report_runless_asset_event(event)
+        assert isinstance(event, dg.AssetCheckEvaluation)
+        found.append(event)
+    for request in data.run_requests or []:
+        job = defs.resolve_implicit_global_asset_job_def().get_subset(
+            asset_selection=set(request.asset_selection or ()),
+            asset_check_selection=set(request.asset_check_keys or ()),
+        )
+        result = job.execute_in_process(
+            instance=instance, partition_key=request.partition_key, tags=request.tags, raise_on_error=False
+        )
+        assert result.success, result.all_events
+        (evaluation,) = result.get_asset_check_evaluations()
+        found.append(evaluation)
     return found, data.cursor
+
+
+def _sources(home: Path, monkeypatch: pytest.MonkeyPatch, up: DocsSite, down: DocsSite) -> None:
+    up.publish(generate(2, sections_per_page=2, seed=5).markdown())
+    down.publish(generate(2, sections_per_page=2, seed=6).markdown())
+    path = home / "sources.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "sources": [
+                    {"name": "up", "sitemap": up.sitemap_url},
+                    {"name": "down", "sitemap": down.sitemap_url, "tiers": FAST},
+                ],
+                "embedder": {"provider": "hashing"},
+            }
+        )
+    )
+    monkeypatch.setenv("FRESHNESS_SOURCES", str(path))
 
 
 def test_each_source_is_judged_against_its_own_cadence(dagster_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with DocsSite() as up, DocsSite() as down, dg.DagsterInstance.get() as instance:
-        up.publish(generate(2, sections_per_page=2, seed=5).markdown())
-        down.publish(generate(2, sections_per_page=2, seed=6).markdown())
-        path = dagster_home / "sources.yaml"
-        path.write_text(
-            yaml.safe_dump(
-                {
-                    "sources": [
-                        {"name": "up", "sitemap": up.sitemap_url},
-                        {"name": "down", "sitemap": down.sitemap_url, "tiers": FAST},
-                    ],
-                    "embedder": {"provider": "hashing"},
-                }
-            )
-        )
-        monkeypatch.setenv("FRESHNESS_SOURCES", str(path))
+        _sources(dagster_home, monkeypatch, up, down)
         instance.add_dynamic_partitions("sources", ["up", "down"])
         for name in ("up", "down"):
             result = _refresh(instance, name)
-            assert result.success and _fresh(result).passed, _fresh(result).description
-            assert _fresh(result).partition == name
+            assert result.success
+            assert not [e for e in result.get_asset_check_evaluations() if e.check_name == "source_fresh"]
 
         first, cursor = _tick(instance)
         assert {e.partition: e.passed for e in first} == {"up": True, "down": True}
@@ -77,7 +98,11 @@ def test_each_source_is_judged_against_its_own_cadence(dagster_home: Path, monke
 
         down.__exit__(None, None, None)  # the site goes away; its runs fail, so nothing is committed
         time.sleep(11.0)  # past its slowest tier's interval (10.8 s)
-        assert not _refresh(instance, "down").success
+        failed = _refresh(instance, "down")
+        assert not failed.success
+        # a refresh does not plan source_fresh, so a failed one leaves no execution PLANNED
+        history = instance.event_log_storage.get_asset_check_execution_history(CHECK, limit=50)
+        assert history and not [r for r in history if r.run_id == failed.run_id], history
         assert _refresh(instance, "up").success
 
         later, _ = _tick(instance, cursor)
@@ -88,3 +113,51 @@ def test_each_source_is_judged_against_its_own_cadence(dagster_home: Path, monke
         assert by_source["down"].asset_key == dg.AssetKey("vector_index")
         everyone = {e.partition: (e.passed, e.severity) for e in _tick(instance)[0]}
         assert everyone == {"up": (True, dg.AssetCheckSeverity.WARN), "down": (False, dg.AssetCheckSeverity.ERROR)}
+
+
+@pytest.fixture
+def postgres_home(dagster_home: Path) -> Iterator[Path]:
+    """The test's $DAGSTER_HOME with its instance on a new database of the local Postgres
+    (dagster_home/dagster.postgres.yaml's storage, by URL)."""
+    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    name = f"freshness_dagster_{uuid.uuid4().hex[:10]}"
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+    config = yaml.safe_load((dagster_home / "dagster.yaml").read_text())
+    config["storage"] = {"postgres": {"postgres_url": url}}
+    (dagster_home / "dagster.yaml").write_text(yaml.safe_dump(config))
+    yield dagster_home
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.mark.postgres
+def test_the_sensor_reports_a_partitions_verdict_again_and_again_on_postgres(
+    postgres_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A partition's check reported a second time, then a third: each tick's results land
+    (a runless result was unique per partition, and the second failed every tick)."""
+    with DocsSite() as up, DocsSite() as down, dg.DagsterInstance.get() as instance:
+        assert type(instance.event_log_storage).__name__ == "PostgresEventLogStorage"
+        _sources(postgres_home, monkeypatch, up, down)
+        instance.add_dynamic_partitions("sources", ["up", "down"])
+        for name in ("up", "down"):
+            assert _refresh(instance, name).success
+        for _ in range(3):  # no cursor: every source's verdict is reported again
+            found, _ = _tick(instance)
+            assert sorted(e.partition or "" for e in found) == ["down", "up"]
+        for name in ("up", "down"):
+            history = instance.event_log_storage.get_asset_check_execution_history(
+                CHECK, limit=10, partition_filter=None
+            )
+            mine = [r for r in history if r.partition == name]
+            assert len(mine) == 3, mine
+            # "up" passes; "down" (7.2 s cadence) may have turned WARN by now: a result either way
+            assert {r.status.value for r in mine} <= ({"SUCCEEDED"} if name == "up" else {"SUCCEEDED", "FAILED"})
+            # its plot is its own: the figures are named after the source
+            for record in mine:
+                evaluation = record.event.asset_check_evaluation  # type: ignore[union-attr]
+                assert f"hours_since/{name}" in evaluation.metadata
+                assert not [k for k in evaluation.metadata if k.startswith("hours_since") and not k.endswith(name)]
