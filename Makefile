@@ -9,7 +9,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(VENV)/bin/pip install -q -c constraints.txt -e '.[dev]'
 	touch $@
 
-.PHONY: demo test lint bench bench-peers bench-overhead bench-retrieval
+.PHONY: demo test lint bench bench-peers bench-overhead bench-retrieval bench-long-pages
 demo: $(VENV)/.installed
 	$(VENV)/bin/freshness demo
 
@@ -37,6 +37,11 @@ bench-overhead: $(VENV)/.installed
 bench-peers: $(VENV)/.installed
 	$(VENV)/bin/pip install -q -c constraints.txt -e '.[peers]'
 	$(PY) -m bench.peers
+
+# What one edit in a long changelog or table costs, against its floor and LangChain (docs/benchmarks.md).
+bench-long-pages: $(VENV)/.installed
+	$(VENV)/bin/pip install -q -c constraints.txt -e '.[peers]'
+	$(PY) -m bench.long_pages
 
 # Hit@1/hit@5/MRR of vector, full-text and hybrid search on the shipped corpora (docs/benchmarks.md).
 bench-retrieval: $(VENV)/.installed

@@ -12,10 +12,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from freshness_pipeline.demo.render import page_path
-from freshness_pipeline.demo.server import load_folder
+from freshness_pipeline.demo.render import dress, page_path, render, title_of
+from freshness_pipeline.demo.server import load_built, load_folder
 
-CORPORA = ("httpx", "starlette")
+CORPORA = ("httpx", "starlette", "flask")  # mkdocs markdown, mkdocs markdown, Sphinx HTML
 REPO = Path(__file__).resolve().parents[1]
 
 # Rotated per build, the same on every page of a build, like a real "tip of the day".
@@ -50,17 +50,26 @@ def corpora_root() -> Path:
 class Revision:
     number: int
     date: str  # "YYYY-MM-DD" of the upstream commit
-    docs: dict[str, str]  # {"a/b.md": markdown}
+    docs: dict[str, str]  # {"a/b.md": markdown}, or {"/a/b/": html} of a built site (`rK/site/`)
 
 
 def load_revisions(folder: Path) -> list[Revision]:
     meta = json.loads((folder / "revisions.json").read_text())
-    revs = [Revision(m["rev"], m["date"], load_folder(folder / f"r{m['rev']}")) for m in meta]
+    revs = [Revision(m["rev"], m["date"], _load(folder / f"r{m['rev']}")) for m in meta]
     for rev, m in zip(revs, meta, strict=True):
         assert len(rev.docs) == m["pages"], (
             f"{folder.name}/r{rev.number}: {len(rev.docs)} pages, revisions.json says {m['pages']}"
         )
     return revs
+
+
+def _load(folder: Path) -> dict[str, str]:
+    return load_built(folder / "site") if (folder / "site").is_dir() else load_folder(folder)
+
+
+def clean_page(rel: str, text: str, date: str | None = None) -> str:
+    """A page as its site serves it without noise: markdown rendered, built HTML as built."""
+    return dress(text, date=date) if rel.startswith("/") else render(text, title=title_of(text, rel), nav={}, date=date)
 
 
 def first_seen(revisions: list[Revision]) -> dict[str, str]:

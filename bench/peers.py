@@ -39,14 +39,14 @@ import httpx
 from lxml import etree
 
 from bench.cli import freshness
-from bench.corpora import CORPORA, build_noise, corpora_root, first_seen, load_revisions
+from bench.corpora import CORPORA, build_noise, clean_page, corpora_root, first_seen, load_revisions
 from freshness_pipeline.adapters.embedders.tokenizer import TokenizerSpec, tokenizer_for
 from freshness_pipeline.config import ChunkPolicy, EmbedderConfig
 from freshness_pipeline.core.extract import extract
 from freshness_pipeline.core.noise import normalize
 from freshness_pipeline.core.segment import segment
 from freshness_pipeline.core.urls import normalize_url
-from freshness_pipeline.demo.render import page_path, render, title_of
+from freshness_pipeline.demo.render import page_path
 from freshness_pipeline.demo.server import DocsSite
 
 DIMS = 16
@@ -239,7 +239,7 @@ class Truth:
         hashes = set()
         for rel, text in docs.items():
             url = normalize_url(base_url + page_path(rel))
-            markdown = normalize(extract(render(text, title=title_of(text, rel), nav={}), url).markdown, url=url)
+            markdown = normalize(extract(clean_page(rel, text), url).markdown, url=url)
             hashes |= {
                 s.content_hash for s in segment(url, markdown, budget=self.spec.budget, count=self.spec.counter())
             }

@@ -18,7 +18,10 @@ _MD = MarkdownIt("commonmark", {"html": True}).enable("table").use(admon_plugin)
 
 
 def page_path(rel: str) -> str:
-    """`a/b.md` -> `/a/b/`, `index.md` -> `/` (the mkdocs convention)."""
+    """`a/b.md` -> `/a/b/`, `index.md` -> `/` (the mkdocs convention); a built page's key
+    is its path already."""
+    if rel.startswith("/"):
+        return rel
     stem = rel.removesuffix(".md")
     if stem == "index":
         return "/"
@@ -56,6 +59,28 @@ def render(
 </article></main>
 <footer>{built}<p>Documentation licensed under CC BY 4.0.</p></footer>
 </body></html>"""
+
+
+def dress(
+    page: str,
+    *,
+    updated: str | None = None,
+    build: str | None = None,
+    tip: str | None = None,
+    date: str | None = None,
+) -> str:
+    """A page a site generator built (Sphinx: `role="main"`, `class="footer"`) with the same
+    noise `render` adds: the tip and the "last updated" line atop the main text, the build
+    stamp in the footer, the declared date in the head."""
+    tip_block = f'<div class="tip-of-the-day"><p>Tip of the day: {html.escape(tip)}</p></div>' if tip else ""
+    top = tip_block + (f"<p>Last updated: {html.escape(updated)}</p>" if updated else "")
+    if top:
+        page = page.replace('role="main">', f'role="main">{top}', 1)
+    if build:
+        page = page.replace('<div class="footer">', f'<div class="footer"><p>Built {html.escape(build)}</p>', 1)
+    if date:
+        page = page.replace("</head>", f'<meta name="date" content="{html.escape(date)}"></head>', 1)
+    return page
 
 
 @lru_cache(maxsize=512)

@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from .render import page_path, render, title_of
+from .render import dress, page_path, render, title_of
 
 Noise = Callable[[str], Mapping[str, str | None]]  # path -> render(updated=..., build=...)
 
@@ -41,7 +41,13 @@ class DocsSite:
         return f"{self.base_url}/sitemap.xml"
 
     def publish(self, docs: Mapping[str, str], *, noise: Noise | None = None) -> None:
-        """Replace the site with `docs` ({"a/b.md": markdown}), rendered to HTML pages."""
+        """Replace the site with `docs` ({"a/b.md": markdown}), rendered to HTML pages, or
+        ({"/a/b/": html}) pages a site generator built, served with the same noise."""
+        if all(rel.startswith("/") for rel in docs):
+            built = {path: dress(page, **(noise(path) if noise else {})).encode() for path, page in docs.items()}
+            with self._lock:
+                self._pages = built
+            return
         paths = {rel: page_path(rel) for rel in docs}
         nav = {paths[rel]: title_of(text, rel) for rel, text in sorted(docs.items())}
         pages = {
@@ -68,6 +74,14 @@ class DocsSite:
     def __exit__(self, *exc: Any) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def load_built(folder: Path) -> dict[str, str]:
+    """{"/a/b/": html} of a built site's `a/b/index.html` pages."""
+    return {
+        "/" + "".join(f"{part}/" for part in p.parent.relative_to(folder).parts): p.read_text()
+        for p in sorted(folder.rglob("index.html"))
+    }
 
 
 def load_folder(folder: Path) -> dict[str, str]:

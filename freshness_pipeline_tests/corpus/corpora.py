@@ -14,14 +14,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
-from bench.corpora import CORPORA, TIPS, Revision, build_noise, first_seen, load_revisions
+from bench.corpora import CORPORA, TIPS, Revision, build_noise, clean_page, first_seen, load_revisions
 from freshness_pipeline.config import ChunkPolicy
 from freshness_pipeline.core.extract import extract
 from freshness_pipeline.core.models import Section
 from freshness_pipeline.core.noise import normalize
 from freshness_pipeline.core.segment import segment
 from freshness_pipeline.core.urls import normalize_url
-from freshness_pipeline.demo.render import page_path, render, title_of
+from freshness_pipeline.demo.render import page_path
 
 __all__ = ["CORPORA", "TIPS", "Revision", "build_noise", "first_seen", "load_revisions"]
 __all__ += ["Diff", "expected_diff", "oracle"]
@@ -43,7 +43,7 @@ def _page_oracle(url: str, rel: str, text: str, date: str) -> tuple[Section, ...
     """One clean page's sections; cached, as most pages are the same from one revision to the
     next (the text core is a pure function of these arguments)."""
     chunking = ChunkPolicy()
-    page = extract(render(text, title=title_of(text, rel), nav={}, date=date), url)
+    page = extract(clean_page(rel, text, date), url)
     markdown = normalize(page.markdown, url=url)
     return tuple(segment(url, markdown, page_date=date, budget=chunking.token_budget, encoding=chunking.encoding))
 
