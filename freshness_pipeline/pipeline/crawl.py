@@ -186,8 +186,9 @@ def _changed_texts(
         if e.error is None and k is not None and k.text_hash == text_hash:
             same[e.url] = (e.title, e.date)
             continue
-        if e.error is None:
-            new_texts[e.url] = (text_shape(e.markdown), text_hash, text_sketch(e.markdown))
+        if e.error is None:  # a sketch only where there is a last text to compare with
+            sketch = text_sketch(e.markdown) if is_live(k) else b""
+            new_texts[e.url] = (text_shape(e.markdown), text_hash, sketch)
         yield e.url, e.markdown, e.title, e.date, e.error
 
 
