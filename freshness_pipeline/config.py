@@ -138,7 +138,9 @@ class FetchPolicy(_Strict):
     # Crawls in a row a known page may be unlisted and unanswered before it is gone; an
     # unlisted page that still answers 200 is never gone (core/lifecycle.py).
     missing_after: Count = 3
-    max_gone_share: Share = 0.5  # more live pages than this gone in one crawl: an outage, held
+    # More live pages than this share of those fetched (and at least `min_outage_pages`)
+    # answering 404/410 in one crawl is an outage signature: held, gone if the next run agrees.
+    max_gone_share: Share = 0.2
     soft_404_min_chars: NonNegInt = 200  # a page that had more text and drops under this is flagged
     keep_query_params: list[str] = Field(default_factory=list)  # e.g. ["version"]
     drop_query: bool = True  # drop every other query parameter
@@ -156,9 +158,10 @@ class FetchPolicy(_Strict):
     # More than this share of one run's fetched pages redirecting to one URL is an outage
     # (a maintenance page): they are held as errors, even with the spike override.
     max_redirect_share: Share = 0.5
-    # More than this share of them turning, each from its own last text, into one same text
-    # (a maintenance page served with 200) is an outage too: held the same way.
-    max_identical_share: Share = 0.5
+    # More than this share of them turning into text unlike their own last text (a
+    # maintenance page served with 200, varying per URL or not) is one too: held the same way.
+    max_rewritten_share: Share = 0.2
+    min_outage_pages: Count = 3  # fewer pages than this gone or rewritten at once are never held
 
     def response_rules(self) -> ResponseRules:
         return ResponseRules(max_bytes=self.max_bytes, soft_404_min_chars=self.soft_404_min_chars)
@@ -168,7 +171,8 @@ class FetchPolicy(_Strict):
             missing_after=self.missing_after,
             max_gone_share=self.max_gone_share,
             max_redirect_share=self.max_redirect_share,
-            max_identical_share=self.max_identical_share,
+            max_rewritten_share=self.max_rewritten_share,
+            min_outage_pages=self.min_outage_pages,
             soft_404_min_chars=self.soft_404_min_chars,
         )
 

@@ -182,7 +182,7 @@ def test_a_file_that_is_not_utf8_or_not_a_file(tmp_path: Path, capsys: pytest.Ca
 
 
 def test_the_example_and_the_defaults_still_load(tmp_path: Path) -> None:
-    assert load_settings(EXAMPLE).sources[0].fetch.max_gone_share == 0.5
+    assert load_settings(EXAMPLE).sources[0].fetch.max_gone_share == 0.2
     path = tmp_path / "sources.yaml"
     path.write_text(yaml.safe_dump(BASE))
     settings = load_settings(path)

@@ -14,7 +14,7 @@ import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 import httpx
 from lxml import etree
@@ -42,6 +42,7 @@ class Fetching(Protocol):
     def normalize(self, url: str) -> str: ...
     def robots_for(self, host_origin: str) -> Robots: ...
     def blocked(self, url: str) -> str | None: ...
+    def refuse(self, url: str) -> str | None: ...
     def budget_spent(self) -> str | None: ...
     def download(self, url: str, *, gated: bool = True, limit: int = ...) -> tuple[int, bytes]: ...
     def fetch(self, targets: Sequence[Target]) -> Iterator[FetchResult]: ...
@@ -85,8 +86,12 @@ def discover(fetcher: Fetching, source: Source, known: Mapping[str, Target]) -> 
     Raises `DiscoveryError` when a sitemap cannot be read or a start URL does not answer.
     """
     found = Discovery()
+    refused: list[str] = []
 
     def add(raw: str, lastmod: str | None = None) -> None:
+        if urlsplit(raw).scheme not in ("http", "https") or fetcher.refuse(raw):
+            refused.append(raw)  # never a page of this source: not fetched, not stored
+            return
         url = fetcher.normalize(raw)
         if lastmod:
             found.lastmod.setdefault(url, lastmod)
@@ -100,6 +105,12 @@ def discover(fetcher: Fetching, source: Source, known: Mapping[str, Target]) -> 
     for sitemap in sitemaps:
         reader.read(sitemap, depth=0)
     reader.finish()
+    if refused:
+        more = f" and {len(refused) - 1} more" if len(refused) > 1 else ""
+        found.warnings.append(
+            f"{len(refused)} sitemap URLs refused, not http(s) or not on the source's hosts "
+            f"(fetch.allowed_hosts): {refused[0][:200]}{more}"
+        )
     if source.start_urls:
         for raw in _crawl_links(fetcher, source, known, found):
             add(raw)

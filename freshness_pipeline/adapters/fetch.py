@@ -284,6 +284,10 @@ class Fetcher(AbstractContextManager["Fetcher"]):
 
     # -- politeness ----------------------------------------------------------------
 
+    def refuse(self, url: str) -> str | None:
+        """Why `url` is not this source's to fetch (its host or port), or None."""
+        return self._scope.refuse(url)
+
     def blocked(self, url: str) -> str | None:
         """Why robots.txt keeps us from `url`, or None."""
         if not self._policy.obey_robots:

@@ -9,15 +9,21 @@ The one place where a page is declared gone:
   and is flagged; so is a page that failed to extract.
 - Only a 301/308 moves a page (its row and text go to the final URL); a 302/303/307 keeps
   it under its own URL with its last text.
-- An answer shared by too many pages at once is the site's trouble, not news about each
-  page: many pages redirecting to one URL (`hold_mass_redirects`, always), many pages
-  turning from their own last text into one same text (`hold_mass_identical`, always: a
-  maintenance page served with 200) or many live pages gone at once (`hold_mass_gone`,
-  unless the operator allows it) are held as errors. Each compares with the pages fetched
-  in *this* run, so a tier run is judged on its own.
+- A page is live once it answered with a page. A URL that was listed but never answered
+  with one is a candidate: its 404 or its errors hold nothing and alarm nobody.
+- A minute of a broken site is not news about each page. Many pages of one run (more than
+  a share of the pages fetched *and* at least `min_outage_pages`) turning into text unlike
+  their own last text (`hold_mass_rewrites`: a maintenance page served with 200, varying
+  per URL or not) or into 404/410 (`hold_mass_gone`) is an outage signature: those pages
+  are held as errors with their records and text, flagged, and their answer remembered
+  (`PageRow.pending`); the next run takes it when its fresh fetch sees the same (the
+  `missing_after` idea, for content), or the operator's override takes it at once. Many
+  pages redirecting to one URL are held every time (`hold_mass_redirects`). Each compares
+  with the pages fetched in *this* run, so a tier run is judged on its own.
 
-The shell (`pipeline/crawl.py`) fetches and extracts, passes the results through
-`hold_mass_redirects` and `hold_mass_identical`, records the answers batch by batch in a `Ledger` (reading the stored
+The shell (`pipeline/crawl.py`) fetches and extracts, tells which new texts are unlike
+their pages' last ones (`responses.resemblance`), passes the results through
+`hold_mass_redirects` and `hold_mass_rewrites`, records the answers batch by batch in a `Ledger` (reading the stored
 text of the pages `needs_last_text` names), applies `hold_mass_gone` to its decisions and
 saves the rows. `settle_crawl` is the same run in one call (the tests use it).
 """
@@ -40,12 +46,17 @@ __all__ = [
     "Ledger",
     "LifecyclePolicy",
     "apply_answers",
+    "Held",
+    "Turn",
     "hold_mass_gone",
-    "hold_mass_identical",
     "hold_mass_redirects",
+    "hold_mass_rewrites",
     "needs_last_text",
     "settle_crawl",
 ]
+
+
+GONE = "gone"  # `PageRow.pending` of a page held as part of a mass 404/410
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,9 +64,10 @@ class LifecyclePolicy:
     """The numbers of the rules (`fetch.*` of the sources file, and two fixed ones)."""
 
     missing_after: int = 3  # consecutive unanswered misses before a known page is gone
-    max_gone_share: float = 0.5  # of the live pages fetched: more gone at once is an outage
+    max_gone_share: float = 0.2  # of the live pages fetched: more gone at once is an outage
     max_redirect_share: float = 0.5  # of the pages fetched: more redirecting to one URL is one
-    max_identical_share: float = 0.5  # of the pages fetched: more turning into one text is one
+    max_rewritten_share: float = 0.2  # of the pages fetched: more turning unlike their own text is one
+    min_outage_pages: int = 3  # ... when at least this many pages do
     soft_404_min_chars: int = 200  # a page that had more text and drops under this is flagged
     errors_before_flag: int = 3  # consecutive errors before a page is flagged for review
     kept_change_times: int = 16  # the last change times a row keeps (for its tier)
@@ -71,6 +83,24 @@ class CrawlRun:
     lastmod: Mapping[str, str] = field(default_factory=dict)  # URL -> sitemap <lastmod>
     fetch_urls: Mapping[str, str] = field(default_factory=dict)  # URL -> the URL fetched
     not_found: NotFoundTemplate | None = None  # the site's answer to a URL that cannot exist
+    pending: Mapping[str, str] = field(default_factory=dict)  # URL -> what it is held for this run
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """A page whose new extract differs from its stored text (or that had none)."""
+
+    shape: str  # `text_shape` of the new text: what pages serving one error page share
+    text_hash: str  # sha256 of the new text
+    unlike: bool  # unlike the page's own last text (`responses.resemblance` under its floor)
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """The pages a hold kept as they were, what each was held for, and the run's one line on it."""
+
+    pending: Mapping[str, str] = field(default_factory=dict)  # URL -> text hash, or "gone"
+    message: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,8 +147,13 @@ def settle_crawl(
     the operator's override). Give it answers `hold_mass_redirects` already passed."""
     answers = list(answers)
     decisions = apply_answers(known, answers, run, policy)
-    fetched_live = sum(1 for a in answers if (k := known.get(a.result.url)) is not None and k.state == "live")
-    return hold_mass_gone(decisions, known, fetched_live=fetched_live, policy=policy, allow=allow_mass_gone)
+    fetched_live = sum(1 for a in answers if is_live(known.get(a.result.url)))
+    return hold_mass_gone(decisions, known, fetched_live=fetched_live, policy=policy, allow=allow_mass_gone)[0]
+
+
+def is_live(row: PageRow | None) -> bool:
+    """A page that answered with a page and has not gone since."""
+    return row is not None and row.state == "live" and row.text_hash is not None
 
 
 def apply_answers(
@@ -151,30 +186,42 @@ def hold_mass_redirects(results: list[FetchResult], policy: LifecyclePolicy) -> 
     )
 
 
-def hold_mass_identical(
-    results: list[FetchResult], turned: Mapping[str, str], known: Mapping[str, PageRow], policy: LifecyclePolicy
-) -> list[FetchResult]:
-    """`results` with every page whose text turned into an over-shared text turned into an
-    ERROR that says why (its last text is kept). `turned`: URL -> `text_shape` of the pages
-    whose new extract differs from their stored text. Only pages that had a text of their own
-    count towards the share (each judged against its own history, whatever its length); a
-    new page showing that same text is held with them."""
-    fetched, limit = len(results), policy.max_identical_share
-    had = Counter(
-        shape for url, shape in turned.items() if (k := known.get(url)) is not None and k.text_hash is not None
+def _outage(n: int, of: int, share: float, policy: LifecyclePolicy) -> bool:
+    return n >= max(2, policy.min_outage_pages) and n > share * of
+
+
+def hold_mass_rewrites(
+    results: list[FetchResult],
+    turned: Mapping[str, Turn],
+    known: Mapping[str, PageRow],
+    policy: LifecyclePolicy,
+    *,
+    allow: bool = False,
+) -> tuple[list[FetchResult], Held]:
+    """`results`, or when more than `max_rewritten_share` of them (and `min_outage_pages`)
+    are live pages turning into text unlike their own last text, a copy where each of
+    those is an ERROR that says why (its last text is kept), with any new page showing the
+    same text as one of them. A page whose new text is what it was held for last run is
+    confirmed: taken, not counted. `allow`: the operator's override takes them all."""
+    fetched, limit = len(results), policy.max_rewritten_share
+    suspects = {
+        url
+        for url, t in turned.items()
+        if t.unlike and (k := known.get(url)) is not None and k.text_hash is not None and k.pending != t.text_hash
+    }
+    if allow or not _outage(len(suspects), fetched, limit, policy):
+        return results, Held()
+    shapes = {turned[u].shape for u in suspects}
+    held = suspects | {
+        u for u, t in turned.items() if t.shape in shapes and ((k := known.get(u)) is None or k.text_hash is None)
+    }
+    why = (
+        f"held: {len(suspects)} of {fetched} pages fetched this run turned into text unlike their own (over "
+        f"fetch.max_rewritten_share {limit:.0%}); an outage signature (a maintenance page?): its last text and "
+        "records kept, the new text taken if the next run sees it again"
     )
-    held = {shape: n for shape, n in had.items() if n >= 2 and n > limit * fetched}
-    if not held:
-        return results
-    return _held_as_errors(
-        results,
-        lambda r: held.get(turned.get(r.url, "")) if r.outcome is Outcome.OK else None,
-        lambda r, n: (
-            f"held: {n} of {fetched} pages fetched this run turned into one same text (over "
-            f"fetch.max_identical_share {limit:.0%}); treated as an outage (a maintenance page?), "
-            "its last text kept, fetched again next run"
-        ),
-    )
+    out = _held_as_errors(results, lambda r: 1 if r.url in held and r.outcome is Outcome.OK else None, lambda r, n: why)
+    return out, Held({u: turned[u].text_hash for u in held}, why)
 
 
 def _held_as_errors(
@@ -199,23 +246,36 @@ def hold_mass_gone(
     fetched_live: int,
     policy: LifecyclePolicy,
     allow: bool,
-) -> CrawlDecisions:
-    """`decisions`, or when more than `max_gone_share` of the `fetched_live` live pages
-    this run fetched would go, a copy where none goes: each is an error, its row as it was."""
-    gone, limit = decisions.gone, policy.max_gone_share
-    if allow or len(gone) < 2 or len(gone) <= limit * fetched_live:
-        return decisions
+) -> tuple[CrawlDecisions, Held]:
+    """`decisions`, or when more than `max_gone_share` of the `fetched_live` live pages this
+    run fetched (and `min_outage_pages`) would go, a copy where none of them goes: each is
+    an error, its row as it was, flagged and pending "gone". A page held so last run and
+    gone again is confirmed: it goes, and is not counted."""
+    limit = policy.max_gone_share
+    suspects = [u for u in decisions.gone if (k := known.get(u)) is None or k.pending != GONE]
+    if allow or not _outage(len(suspects), fetched_live, limit, policy):
+        return decisions, Held()
     why = (
-        f"held: {len(gone)} of {fetched_live} live pages would be gone in one crawl (of those fetched, over "
-        f"fetch.max_gone_share {limit:.0%}); treated as an outage, nothing deleted. If the "
-        "site really lost them, re-run with the spike override (freshness run --allow-spike)"
+        f"held: {len(suspects)} of {fetched_live} live pages would be gone in one crawl (of those fetched, over "
+        f"fetch.max_gone_share {limit:.0%}); an outage signature: nothing deleted, gone if the next run sees them "
+        "gone again. If the site really lost them, re-run with the spike override (freshness run --allow-spike)"
     )
-    rows, errors = dict(decisions.rows), dict(decisions.errors)
-    for url in gone:
+    rows, errors, flagged = dict(decisions.rows), dict(decisions.errors), dict(decisions.flagged)
+    for url in suspects:
         before = known.get(url) or replace(rows[url], state="live")  # a move's new target
-        rows[url] = replace(before, outcome=Outcome.ERROR.value, reason=why, last_fetched=rows[url].last_fetched)
-        errors[url] = why
-    return replace(decisions, rows=rows, errors=errors, gone=[])
+        rows[url] = replace(
+            before,
+            outcome=Outcome.ERROR.value,
+            reason=why,
+            last_fetched=rows[url].last_fetched,
+            flag=why,
+            pending=GONE,
+        )
+        errors[url] = flagged[url] = why
+    gone = [u for u in decisions.gone if u not in set(suspects)]
+    return replace(decisions, rows=rows, errors=errors, flagged=flagged, gone=gone), Held(
+        dict.fromkeys(suspects, GONE), why
+    )
 
 
 class Ledger:
@@ -228,12 +288,12 @@ class Ledger:
     def record(self, answer: Answer) -> None:
         res, run, out = answer.result, self.run, self.decisions
         fetch_url = run.fetch_urls.get(res.url, res.url)
-        row = (
-            out.rows.get(res.url)
-            or self.known.get(res.url)
-            or PageRow(source=run.source, url=res.url, fetch_url=fetch_url, first_seen=run.now)
-        )
+        row = out.rows.get(res.url) or self.known.get(res.url) or self._candidate(res.url, fetch_url)
         row = replace(row, outcome=res.outcome.value, status_code=res.status_code, reason=res.reason or None)
+        row.pending = run.pending.get(row.url)
+        if row.pending is not None:
+            row.flag = res.reason
+            out.flagged[row.url] = res.reason
         row.last_fetched = run.now
         row.lastmod = run.lastmod.get(row.url, row.lastmod)
         listed = res.url in run.listed
@@ -249,12 +309,16 @@ class Ledger:
             row.outcome, row.reason = Outcome.SKIPPED.value, why
             out.skipped[row.url] = why
         elif res.outcome is Outcome.GONE:
-            if row.state == "live":
+            if is_live(row):
                 out.gone.append(row.url)
-            row.state, row.flag = "gone", None
+            row.state, row.flag = "gone", None  # a candidate just goes: it never was a page
         else:
             row.error_count, row.miss_count = 0, 0  # it answered
             self._take_answer(row, answer)
+
+    def _candidate(self, url: str, fetch_url: str) -> PageRow:
+        """The row of a URL never seen: live once it answers with a page."""
+        return PageRow(source=self.run.source, url=url, fetch_url=fetch_url, first_seen=self.run.now, state="candidate")
 
     def _count_error(self, row: PageRow, res: FetchResult, listed: bool) -> None:
         """An unanswered page keeps its text; missing from the crawl too, it is one miss
@@ -264,7 +328,7 @@ class Ledger:
         out.errors[row.url] = res.reason
         if not listed:
             row.miss_count += 1
-            if row.miss_count >= policy.missing_after and row.state == "live":
+            if row.miss_count >= policy.missing_after and is_live(row):
                 row.state = "gone"
                 row.reason = f"missing from {row.miss_count} consecutive crawls and unanswered"
                 out.gone.append(row.url)

@@ -8,7 +8,10 @@ history and of the site's own not-found page.
 from __future__ import annotations
 
 import hashlib
+import heapq
 import re
+import zlib
+from array import array
 from dataclasses import dataclass
 from http import HTTPStatus
 
@@ -94,6 +97,29 @@ def text_shape(text: str) -> str:
     """What pages serving one error or maintenance page have in common: the words of the
     text, case and the URLs it echoes aside (a hash)."""
     return hashlib.sha256(" ".join(_words(text)).encode()).hexdigest()
+
+
+SKETCH_SIZE = 64  # shingle hashes kept per text: a bottom-k sketch (about 6% error at k=64)
+UNLIKE_BELOW = 0.2  # resemblance under which a page's new text is another text (half a page rewritten: ~0.3)
+
+
+def text_sketch(text: str) -> bytes:
+    """A small fixed-size summary of a text's word 3-shingles (the `SKETCH_SIZE` smallest
+    of their hashes, packed), from which `resemblance` estimates how alike two texts are.
+    Kept for every changed page of a run, so it is bytes, not a set."""
+    words = _words(text)
+    n = min(3, len(words))
+    hashes = {zlib.crc32(" ".join(words[i : i + n]).encode()) for i in range(len(words) - n + 1)} if words else set()
+    return array("I", heapq.nsmallest(SKETCH_SIZE, hashes)).tobytes()
+
+
+def resemblance(a: bytes, b: bytes) -> float:
+    """Estimated share of word 3-shingles two texts have in common (Jaccard, 0 to 1)."""
+    sa, sb = set(array("I", a)), set(array("I", b))
+    if not sa and not sb:
+        return 1.0
+    union = heapq.nsmallest(SKETCH_SIZE, sa | sb)
+    return sum(1 for h in union if h in sa and h in sb) / len(union)
 
 
 def has_login_form(html: str) -> bool:

@@ -27,7 +27,7 @@ class PageRow:
     source: str
     url: str
     fetch_url: str
-    state: str = "live"  # live | gone | moved
+    state: str = "live"  # live | gone | moved | candidate (listed, never answered with a page)
     moved_to: str | None = None
     outcome: str | None = None
     status_code: int | None = None
@@ -49,6 +49,7 @@ class PageRow:
     last_fetched: float | None = None
     last_changed: float | None = None
     change_times: list[float] = field(default_factory=list)
+    pending: str | None = None  # held as an outage: the text hash it turned into, or "gone"
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,14 +25,16 @@ from ..core.lifecycle import (
     CrawlDecisions,
     CrawlRun,
     Ledger,
+    Turn,
     hold_mass_gone,
-    hold_mass_identical,
     hold_mass_redirects,
+    hold_mass_rewrites,
+    is_live,
     needs_last_text,
 )
 from ..core.models import FetchResult, Outcome, PageText
 from ..core.noise import learn_template_blocks
-from ..core.responses import NotFoundTemplate, has_login_form, text_shape
+from ..core.responses import UNLIKE_BELOW, NotFoundTemplate, has_login_form, resemblance, text_shape, text_sketch
 from ..core.state import PageRow, SourceState
 from ..core.tiers import tier_for
 from .context import SourceContext
@@ -88,9 +90,10 @@ class _Found:
 def crawl(ctx: SourceContext, *, run_id: str, tier: str | None = None, allow_mass_gone: bool = False) -> CrawlReport:
     """Crawl the source (or one tier of it). When more than `fetch.max_gone_share` of the
     live pages this run fetched would be declared gone at once (a CDN or deploy answering
-    404 for a minute), they are held as errors instead, unless `allow_mass_gone` (the run's
-    spike override); pages redirecting en masse to one URL are always held. The rules are
-    `core/lifecycle.py`'s; this is the I/O around them. `run_id` opens the run's staging
+    404 for a minute), or more than `fetch.max_rewritten_share` turn into text unlike their
+    own, they are held as errors until the next run sees the same, unless `allow_mass_gone`
+    (the run's spike override); pages redirecting en masse to one URL are always held. The
+    rules are `core/lifecycle.py`'s; this is the I/O around them. `run_id` opens the run's staging
     (dropping any other run's), which the report names."""
     started = time.time()
     src, store = ctx.source, ctx.store
@@ -120,20 +123,24 @@ def crawl(ctx: SourceContext, *, run_id: str, tier: str | None = None, allow_mas
             )
             jobs = _extract_jobs(fetched, results, tuple(src.noise.disabled_rules), login)
             same: dict[str, tuple[str | None, str | None]] = {}
-            turned: dict[str, str] = {}
-            texts = _changed_texts(parallel_map(extract_one, jobs), known, same, turned)
+            new_texts: dict[str, tuple[str, str, bytes]] = {}
+            texts = _changed_texts(parallel_map(extract_one, jobs), known, same, new_texts)
             extracted = staging.add_extracts(src.name, run_id, texts) + len(same)  # batch by batch, not kept
             not_found = _not_found_template(fetcher, targets, src) if extracted else None
         policy = src.fetch.lifecycle_rules()
-        results = hold_mass_identical(hold_mass_redirects(results, policy), turned, known, policy)
+        turned = _turns(ctx, new_texts, known)
+        redirects_held = hold_mass_redirects(results, policy)
+        results, rewrites = hold_mass_rewrites(redirects_held, turned, known, policy, allow=allow_mass_gone)
         now = time.time()
-        run = CrawlRun(src.name, now, found.listed, found.lastmod, {t.url: t.fetch_url for t in targets}, not_found)
+        fetch_urls = {t.url: t.fetch_url for t in targets}
+        run = CrawlRun(src.name, now, found.listed, found.lastmod, fetch_urls, not_found, rewrites.pending)
         ledger = Ledger(known, run, policy)
         _apply_in_batches(ctx, ledger, results, login, run_id, same)
-        fetched_live = sum(1 for r in results if (k := known.get(r.url)) is not None and k.state == "live")
-        decided = hold_mass_gone(
+        fetched_live = sum(1 for r in results if is_live(known.get(r.url)))
+        decided, mass_gone = hold_mass_gone(
             ledger.decisions, known, fetched_live=fetched_live, policy=policy, allow=allow_mass_gone
         )
+        report.warnings += [m for m in (rewrites.message, mass_gone.message) if m]
         _report_decisions(report, decided)
         _save_rows(ctx, report, known, decided.rows, now, run_id)
         report.crawled = len(results)
@@ -168,19 +175,34 @@ def _changed_texts(
     texts: Iterator[PageText],
     known: dict[str, PageRow],
     same: dict[str, tuple[str | None, str | None]],
-    turned: dict[str, str],
+    new_texts: dict[str, tuple[str, str, bytes]],
 ) -> Iterator[tuple[str, str, str | None, str | None, str | None]]:
     """The extracts to stage: a text equal to the page's stored one is not staged (only its
     title and date are kept, in `same`); its batch reads the stored text back. A new text's
-    shape lands in `turned` (`hold_mass_identical` reads it)."""
+    shape, hash and sketch land in `new_texts` (the outage hold reads them)."""
     for e in texts:
         k = known.get(e.url)
-        if e.error is None and k is not None and k.text_hash == hashlib.sha256(e.markdown.encode()).hexdigest():
+        text_hash = hashlib.sha256(e.markdown.encode()).hexdigest()
+        if e.error is None and k is not None and k.text_hash == text_hash:
             same[e.url] = (e.title, e.date)
             continue
-        if e.error is None:
-            turned[e.url] = text_shape(e.markdown)
+        if e.error is None:  # a sketch only where there is a last text to compare with
+            sketch = text_sketch(e.markdown) if is_live(k) else b""
+            new_texts[e.url] = (text_shape(e.markdown), text_hash, sketch)
         yield e.url, e.markdown, e.title, e.date, e.error
+
+
+def _turns(
+    ctx: SourceContext, new_texts: dict[str, tuple[str, str, bytes]], known: dict[str, PageRow]
+) -> dict[str, Turn]:
+    """Each new text, and whether it is unlike its page's own last text (read by chunks)."""
+    had = [u for u in new_texts if is_live(known.get(u))]
+    unlike = {
+        url
+        for url, last in ctx.store.pages.iter_markdown(ctx.name, had)
+        if resemblance(text_sketch(last), new_texts[url][2]) < UNLIKE_BELOW
+    }
+    return {url: Turn(shape, text_hash, url in unlike) for url, (shape, text_hash, _) in new_texts.items()}
 
 
 def _apply_in_batches(
@@ -293,9 +315,9 @@ def _targets(
             continue  # the redirect target is crawled under its own URL
         if url not in targets:
             targets[url] = _target(url, raw, prev)
-    # Known live pages missing from this crawl are re-checked directly.
+    # Known live pages missing from this crawl are re-checked directly (a candidate is not).
     for row in known.values():
-        if row.state == "live" and row.url not in targets:
+        if is_live(row) and row.url not in targets:
             targets[row.url] = _target(row.url, row.fetch_url, row)
     chosen = [
         t for t in targets.values() if tier is None or _in_tier(t.url, known.get(t.url), tier, lastmod.get(t.url), ctx)

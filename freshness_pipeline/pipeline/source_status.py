@@ -47,7 +47,7 @@ def source_status(settings: Settings, name: str, *, recent_runs: int = 10) -> di
             {
                 "source": name,
                 "pages_live": sum(1 for p in pages if p.state == "live"),
-                "pages_gone": sum(1 for p in pages if p.state != "live"),
+                "pages_gone": sum(1 for p in pages if p.state not in ("live", "candidate")),
                 "sections_indexed": ctx.store.manifest.count(name),
                 "embedding_cache_rows": ctx.store.vector_cache.size(),  # every source's; reconcile --fix prunes
                 "tiers": dict(tiers),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,9 +15,10 @@ from freshness_pipeline.core.lifecycle import (
     CrawlDecisions,
     CrawlRun,
     LifecyclePolicy,
+    Turn,
     apply_answers,
-    hold_mass_identical,
     hold_mass_redirects,
+    hold_mass_rewrites,
     needs_last_text,
     settle_crawl,
 )
@@ -111,8 +113,8 @@ def test_a_crawl_decides_each_page_once_and_leaves_its_inputs_alone(
     assert len(out.gone) == len(set(out.gone))
     for url in out.gone:  # only a live page goes, and it is gone in its row
         assert out.rows[url].state == "gone"
-        # known live, or made live earlier in this run by a move onto it
-        assert url not in known or known[url].state == "live" or url in finals
+        # known live with a text, or made live earlier in this run by a move onto it
+        assert (url in known and known[url].state == "live" and known[url].text_hash) or url in finals
     for a in answers:
         if a.result.url in finals:
             continue  # another page moved onto it: judged as that page's new row
@@ -163,7 +165,7 @@ def test_a_held_mass_gone_run_deletes_nothing(pages: int, data: st.DataObject) -
     urls = [f"{SITE}/m{i}" for i in range(pages)]
     known = {u: _live(u) for u in urls}
     share = data.draw(st.floats(0.1, 0.9))
-    policy = LifecyclePolicy(max_gone_share=share)
+    policy = LifecyclePolicy(max_gone_share=share, min_outage_pages=2)
     lost = data.draw(st.integers(max(2, int(share * pages) + 1), pages))  # over the share
     results = [FetchResult(u, Outcome.GONE if i < lost else Outcome.NOT_MODIFIED, 404) for i, u in enumerate(urls)]
     answers = [Answer(r) for r in results]
@@ -172,13 +174,31 @@ def test_a_held_mass_gone_run_deletes_nothing(pages: int, data: st.DataObject) -
     assert len(held.errors) == lost and all("held" in why for why in held.errors.values())
     allowed = settle_crawl(known, answers, _run(listed=frozenset(urls)), policy, allow_mass_gone=True)
     assert sorted(allowed.gone) == sorted(urls[:lost])
+    # The next run sees them gone again: confirmed, they go.
+    again = settle_crawl({**known, **held.rows}, answers, _run(listed=frozenset(urls)), policy)
+    assert sorted(again.gone) == sorted(urls[:lost]) and not again.errors
 
 
 def test_a_gone_share_at_the_limit_is_not_held() -> None:
     urls = [f"{SITE}/m{i}" for i in range(4)]
     known = {u: _live(u) for u in urls}
     answers = [Answer(FetchResult(u, Outcome.GONE if i < 2 else Outcome.NOT_MODIFIED, 404)) for i, u in enumerate(urls)]
-    assert settle_crawl(known, answers, _run(), POLICY).gone == urls[:2]  # 2 of 4 is not over 50%
+    policy = LifecyclePolicy(max_gone_share=0.5, min_outage_pages=2)
+    assert settle_crawl(known, answers, _run(), policy).gone == urls[:2]  # 2 of 4 is not over 50%
+    assert settle_crawl(known, answers, _run(), POLICY).gone == urls[:2]  # under min_outage_pages
+
+
+def test_a_url_never_answered_with_a_page_is_a_candidate() -> None:
+    """A listed URL that 404s or errs on its first fetch never was a page: it is not live,
+    not gone news, and never counts towards (or is held by) the mass-gone hold."""
+    known = {u: _live(u) for u in URLS[:2]}
+    phantoms = [f"{SITE}/phantom{i}" for i in range(20)]
+    answers = [Answer(FetchResult(u, Outcome.GONE, 404)) for u in phantoms]
+    answers += [Answer(FetchResult(u, Outcome.NOT_MODIFIED, 304)) for u in URLS[:2]]
+    out = settle_crawl(known, answers, _run(listed=frozenset(phantoms) | set(URLS[:2])), POLICY)
+    assert out.gone == [] and out.errors == {} and {out.rows[u].state for u in phantoms} == {"gone"}
+    errs = apply_answers({}, [Answer(FetchResult(phantoms[0], Outcome.ERROR, 503, reason="HTTP 503"))], _run(), POLICY)
+    assert errs.rows[phantoms[0]].state == "candidate"
 
 
 @settings(max_examples=100, deadline=None)
@@ -241,21 +261,29 @@ def test_mass_redirects_to_one_url_are_held_as_errors() -> None:
     assert hold_mass_redirects(results[3:], POLICY) == results[3:]  # one redirect is no outage
 
 
-def test_many_pages_turning_into_one_text_are_held_as_errors() -> None:
-    """Judged against each page's own history, whatever the text's length: pages that had a
-    text of their own count; new pages showing the outage text are held with them."""
+def test_many_pages_turning_unlike_their_own_text_are_held_until_confirmed() -> None:
+    """Judged against each page's own history: pages that had a text and turned into one
+    unlike it count, whatever the texts are; a new page showing a held page's text is held
+    with them; a page whose new text is what it was held for last run is taken."""
     known = {u: _live(u, text=f"{LONG} page {i}") for i, u in enumerate(URLS[:5])}
     results = [FetchResult(u, Outcome.OK, 200) for u in URLS]
-    outage = {u: text_shape(LONG) for u in URLS[:4]} | {URLS[5]: text_shape(LONG)}  # p5: a new page
-    turned = outage | {URLS[4]: text_shape(LONG + " an edit")}
-    held = hold_mass_identical(results, turned, known, POLICY)
-    assert [r.outcome for r in held] == [Outcome.ERROR] * 4 + [Outcome.OK] + [Outcome.ERROR]
-    assert "4 of 6 pages fetched this run turned into one same text" in (held[0].reason or "")
-    # Echoed URLs aside, one text is one text; three pages of six are no outage.
+    turned = {
+        u: Turn(text_shape(f"Back soon {i}"), _sha(f"Back soon {i}"), unlike=True) for i, u in enumerate(URLS[:3])
+    }
+    turned |= {URLS[3]: Turn("edit", _sha("edit"), unlike=False), URLS[5]: turned[URLS[0]]}  # p5: a new page
+    held, why = hold_mass_rewrites(results, turned, known, POLICY)
+    assert [r.outcome for r in held] == [Outcome.ERROR] * 3 + [Outcome.OK] * 2 + [Outcome.ERROR]
+    assert "3 of 6 pages fetched this run turned into text unlike their own" in (held[0].reason or "")
+    assert why.pending == {u: turned[u].text_hash for u in (*URLS[:3], URLS[5])} and why.message == held[0].reason
+    # Echoed URLs aside, one text is one text; two pages of six are no outage.
     assert text_shape(f"Back soon. {URLS[0]}") == text_shape(f"back soon. {URLS[1]}")
-    assert hold_mass_identical(results, {u: text_shape(LONG) for u in URLS[:3]}, known, POLICY) == results
+    two = {u: turned[u] for u in URLS[:2]}
+    assert hold_mass_rewrites(results, two, known, POLICY)[0] == results
     # New pages alone have no history to turn from (a site launched with stub pages).
-    assert hold_mass_identical(results, {u: text_shape(LONG) for u in URLS}, {}, POLICY) == results
+    assert hold_mass_rewrites(results, turned, {}, POLICY)[0] == results
+    # Next run, the same texts again: confirmed.
+    confirmed = {u: replace(known[u], pending=turned[u].text_hash) for u in URLS[:3]}
+    assert hold_mass_rewrites(results, turned, {**known, **confirmed}, POLICY)[0] == results
 
 
 def test_a_text_already_stored_is_not_written_again() -> None:

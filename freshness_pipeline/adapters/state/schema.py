@@ -63,6 +63,9 @@ pages = Table(
     Column("last_fetched", Float),
     Column("last_changed", Float),  # last time its normalized text changed
     Column("change_times", JSON, nullable=False),  # recent change timestamps (tiers, flapping)
+    # held as an outage signature: the hash of the text it turned into, or "gone"; taken
+    # when the next run sees the same (core/lifecycle.py)
+    Column("pending", String(64)),
 )
 
 # The manifest: what the active vector index holds, one row per record.
@@ -307,6 +310,7 @@ staged_page_rows = Table(
     Column("last_fetched", Float),
     Column("last_changed", Float),
     Column("change_times", JSON, nullable=False),
+    Column("pending", String(64)),
 )
 
 # Stage 2: every page whose sections change: its new signature (None: its sections go),
