@@ -45,7 +45,7 @@ from .checks import (
     reconcile_clean,
     stale_share,
 )
-from .executors import CELERY_QUEUE_TAG, EMBEDDINGS_QUEUE
+from .executors import CELERY_QUEUE_TAG, EMBEDDINGS_QUEUE, executor_tags
 from .metadata import ROW_COUNT, URI, index_uri, owners, table
 from .partitions import sources_partitions
 from .pools import EMBEDDINGS_POOL
@@ -305,4 +305,5 @@ refresh_job = dg.define_asset_job(
     description="Refresh one source (a `sources` partition): fetch, sections, plan, index, commit, "
     "then its freshness metrics, with every asset check. Tagged `freshness/tier` it fetches that "
     "tier's pages only; `freshness/allow-spike=true` lets a reviewed change spike through.",
+    tags=executor_tags(),
 )

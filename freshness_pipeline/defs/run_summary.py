@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
+from .executors import BROKER_TAG
 from .metadata import INDEX_EXTRAS
 
 if TYPE_CHECKING:  # the type of Dagster's error records; not part of its public API
@@ -52,7 +53,8 @@ def summarize(instance: dg.DagsterInstance, run_id: str) -> dict[str, Any]:
         message = "; ".join(f"{e.check_name}: {e.description or 'failed'}" for e in blocked)
         return {**out, "status": "blocked", "message": message}
     if run.status != dg.DagsterRunStatus.SUCCESS:
-        return {**out, "status": "failure", "message": _failure(instance, run_id) or f"run {run.status.value}"}
+        message = _failure(instance, run_id, run.tags.get(BROKER_TAG)) or f"run {run.status.value}"
+        return {**out, "status": "failure", "message": message}
     return {**out, "status": "success"}
 
 
@@ -82,12 +84,13 @@ def _materialized(instance: dg.DagsterInstance, run_id: str) -> dict[str, dict[s
     return out
 
 
-def _failure(instance: dg.DagsterInstance, run_id: str) -> str:
+def _failure(instance: dg.DagsterInstance, run_id: str, broker: str | None = None) -> str:
     """Why the run failed, in its own words: the user errors of the failed steps (the cause,
     not Dagster's "Error occurred while executing op" wrapper), else the innermost cause of
     the run's failure (a resource that did not start, a Celery worker lost, a broker that
     refused: Dagster's message says only "An exception was thrown during execution"), else
-    the run's own failure message (a killed run, say)."""
+    the run's own failure message (a killed run, say). A failure in the Celery client (the
+    broker refused or dropped the connection) names the broker: `broker`, the run's tag."""
     steps = [
         f"{e.step_key}: {_message(e.step_failure_data.error.cause or e.step_failure_data.error)}"
         for e in _events(instance, run_id, dg.DagsterEventType.STEP_FAILURE)
@@ -98,8 +101,22 @@ def _failure(instance: dg.DagsterInstance, run_id: str) -> str:
     failures = _events(instance, run_id, dg.DagsterEventType.RUN_FAILURE)
     # A run failed from outside (a dead run's reaper, run monitoring) has no error record.
     errors = [getattr(e.event_specific_data, "error", None) for e in failures]
-    causes = [_cause(error) for error in errors if error is not None]
+    causes = [_broker(error, broker) + _cause(error) for error in errors if error is not None]
     return "; ".join(causes or [(e.message or "").strip() for e in failures]).strip()
+
+
+def _broker(error: SerializableErrorInfo, broker: str | None) -> str:
+    """ "the Celery broker URL: " when the error chain went through Celery's broker client
+    (kombu), whose errors (ConnectionRefusedError, Error 111 connecting to host:port) name no
+    service; else ""."""
+    chain: list[SerializableErrorInfo] = []
+    link: SerializableErrorInfo | None = error
+    while link is not None:
+        chain.append(link)
+        link = link.cause
+    if not any("/kombu/" in frame for e in chain for frame in e.stack):
+        return ""
+    return f"the Celery broker {broker or '($FRESHNESS_CELERY_BROKER)'} is unreachable: "
 
 
 def _cause(error: SerializableErrorInfo) -> str:
