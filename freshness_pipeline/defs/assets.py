@@ -196,6 +196,8 @@ def section_manifest(
         out = stage_sections(ctx, fetched_pages)  # the pages as that crawl staged them
     if out.reindex_reason:
         context.log.warning(f"{out.source}: full re-index: {out.reindex_reason}")
+    for warning in out.warnings:
+        context.log.warning(f"{out.source}: {warning}")
     return dg.Output(
         out,
         metadata={
@@ -206,6 +208,7 @@ def section_manifest(
             "segmentation_errors": out.errors,
             **({"reindex_reason": out.reindex_reason} if out.reindex_reason else {}),
             "seconds": round(out.seconds, 3),
+            "warnings": dg.MetadataValue.json(out.warnings),
         },
     )
 

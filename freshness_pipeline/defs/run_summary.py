@@ -35,10 +35,11 @@ def summarize(instance: dg.DagsterInstance, run_id: str) -> dict[str, Any]:
         out["reindex_reason"] = index.get("reindex_reason")
     elif crawl is not None:
         out |= {k: crawl[k] for k in ("crawled", "errors", "skipped")}
+    sections = done.get("section_manifest") or {}
     if crawl is not None:
         review = crawl.get("pages_to_review") or {}
         out["skipped_pages"] = _first(review.get("skipped"))
-        out["warnings"] = list(crawl.get("warnings") or [])
+        out["warnings"] = list(crawl.get("warnings") or []) + list(sections.get("warnings") or [])
         out["error_pages"] = _first(review.get("errors"))
         out["flagged_pages"] = _first(review.get("flagged"))
     checked = _events(instance, run_id, dg.DagsterEventType.ASSET_CHECK_EVALUATION)
