@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import dagster as dg
 import httpx
 import pytest
 import typer
@@ -97,32 +98,46 @@ def test_search_on_an_empty_index_says_how_to_fill_it(dagster_home: Path, monkey
 
 def test_the_alert_names_the_figure_and_the_threshold() -> None:
     checks = CheckPolicy()
-    measured = {"score": 0.917, "stale_share": 0.25, "error_share": 0.0, "lag_p90_s": 3.0, "age_median_s": 15.0}
-    head, *why = alert_lines(measured, checks)
+    measured = {"score": 0.917, "stale_retrieval_rate": 0.25, "error_share": 0.0, "lag_p90_s": 3.0}
+    head, *why = alert_lines({**measured, "stale_share": 0.5, "age_median_s": 15.0}, checks)
     assert head == "  ALERT: score 0.917 is under checks.freshness_alert 0.95, because of:"
-    assert len(why) == 1 and why[0].startswith("    stale share 25.0%: ") and "before its commit" in why[0]
+    # the stale share (drift the last commit repaired) is not a reason: it is not in the score
+    assert why == ["    stale retrieval rate 25.0%: golden-set queries answered by a stale record"]
     # Two figures: the costlier one first, each with its own threshold setting.
-    slow = {**measured, "stale_share": 0.01, "lag_p90_s": 3 * 24 * 3600.0}
+    slow = {**measured, "stale_retrieval_rate": 0.01, "lag_p90_s": 3 * 24 * 3600.0}
     _, first, second = alert_lines({**slow, "score": 0.84}, checks)
     assert first == "    embedding lag p90 72.0h, over checks.lag_target_h 24h"
-    assert second.startswith("    stale share 1.0%")
+    assert second.startswith("    stale retrieval rate 1.0%")
 
 
-def test_status_after_a_two_run_change_explains_its_alert(dagster_home: Path) -> None:
-    docs = generate(4, sections_per_page=3, seed=11)
+def test_status_and_the_freshness_alert_check_agree_after_a_run_that_changed_every_section(
+    dagster_home: Path,
+) -> None:
+    """One score, of the index as the last commit left it: `freshness status` and the run's
+    `freshness_alert` check give the same figure and the same verdict."""
     with DocsSite() as site:
-        settings = {"checks": {"spike_min_share": 1}}
+        settings = {"checks": {"spike_min_share": 1}}  # no spike: every section may change
         fr = Freshness(dagster_home / "sources.yaml", site.sitemap_url, source_settings=settings)
-        site.publish(docs.markdown())
+        site.publish(generate(4, sections_per_page=3, seed=11).markdown())
         fr.run()
-        docs.pages["guide/page0.md"][0] = ("Topic 0-0", "An entirely new paragraph about the upload retry limit.")
-        docs.pages["guide/page1.md"][1] = ("Topic 1-1", "Another rewritten paragraph about proxy timeouts.")
-        site.publish(docs.markdown())
+        site.publish(generate(4, sections_per_page=3, seed=12).markdown())  # the same pages, all new text
         fr.run()
+        (status,) = json.loads(fr.cli("status", "--json"))
         out = fr.cli("status")
-    assert "ALERT: under the threshold" not in out
-    assert "ALERT: score " in out and "is under checks.freshness_alert 0.95, because of:" in out, out
-    assert "stale share 16.7%: of the records indexed before the last run" in out, out
+    f = status["freshness"]
+    assert f["stale_share"] == 1.0  # the drift the second run found, and its commit repaired
+    with dg.DagsterInstance.get() as instance:
+        records = instance.get_records_for_run(
+            status["last_attempt"]["run_id"], of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION
+        ).records
+    (alert,) = [
+        e.asset_check_evaluation_data
+        for r in records
+        if (e := r.event_log_entry.dagster_event) and e.asset_check_evaluation_data.check_name == "freshness_alert"
+    ]
+    assert alert.metadata["score_after_commit"].value == round(f["score"], 4) == 1.0
+    assert alert.passed is not f["alert"]
+    assert "ALERT" not in out and "freshness score 1.000" in out, out
 
 
 def _free_port() -> int:

@@ -14,9 +14,8 @@ _HOUR, _DAY = 3600.0, 86_400.0
 
 def alert_reasons(row: Mapping[str, Any], *, lag_target_s: float, age_target_s: float) -> list[str]:
     """One phrase per factor that lowered the score of a stored measurement `row` (a
-    `freshness_metrics` row: stale_share, stale_retrieval_rate, error_share, lag_p90_s,
-    age_median_s), the one that cost the most first."""
-    stale = row.get("stale_share") or 0.0
+    `freshness_metrics` row: stale_retrieval_rate, error_share, lag_p90_s, age_median_s), the
+    one that cost the most first."""
     srr = row.get("stale_retrieval_rate") or 0.0
     errors = row.get("error_share") or 0.0
     lag, age = row.get("lag_p90_s"), row.get("age_median_s")
@@ -26,12 +25,6 @@ def alert_reasons(row: Mapping[str, Any], *, lag_target_s: float, age_target_s: 
         if value < 1.0:
             found.append((WEIGHTS[name] * math.log(max(value, 1e-9)), why))
 
-    add(
-        "stale_share",
-        1.0 - stale,
-        f"stale share {stale:.1%}: of the records indexed before the last run, {stale:.1%} no longer "
-        "matched the site when it planned (measured before its commit, which re-embedded them)",
-    )
     add("stale_retrieval", 1.0 - srr, f"stale retrieval rate {srr:.1%}: golden-set queries answered by a stale record")
     add("errors", 1.0 - errors, f"fetch error share {errors:.1%}: live pages whose last fetch failed or was flagged")
     add(

@@ -7,8 +7,8 @@ import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-# Weights of the composite score's factors (they sum to 1), see `freshness_score`.
-WEIGHTS = {"stale_share": 0.3, "stale_retrieval": 0.3, "errors": 0.15, "lag": 0.15, "age": 0.1}
+# Exponents of the composite score's factors, see `freshness_score`.
+WEIGHTS = {"stale_retrieval": 0.3, "errors": 0.15, "lag": 0.15, "age": 0.1}
 
 
 def percentiles(values: Iterable[float]) -> tuple[float | None, float | None]:
@@ -67,7 +67,6 @@ def factor(value: float | None, target: float) -> float:
 
 
 def freshness_score(
-    stale_share: float,
     stale_retrieval_rate: float | None,
     error_share: float,
     lag_p90_s: float | None,
@@ -76,19 +75,21 @@ def freshness_score(
     lag_target_s: float,
     age_target_s: float,
 ) -> float:
-    """Weighted geometric mean of five factors in [0, 1] (1 is perfectly fresh):
+    """The freshness of an index as a commit left it: a weighted product of four factors in
+    [0, 1] (1 is perfectly fresh):
 
-        score = (1 - stale_share)^0.3 * (1 - stale_retrieval_rate)^0.3 * (1 - error_share)^0.15
+        score = (1 - stale_retrieval_rate)^0.3 * (1 - error_share)^0.15
                 * factor(lag_p90, lag_target)^0.15 * factor(age_median, age_target)^0.1
 
+    The stale share a run found is not a factor: it is the drift the run's commit repaired,
+    measured before that commit (reported beside the score, and by the `stale_share` check).
     `error_share`: live pages whose last fetch errored, was flagged or was skipped (robots.txt
     unreachable, over max_bytes, not HTML, a temporary redirect): their indexed text is
     unverified, so pages not checked lower the score like errors do. A missing figure (no
-    golden set, nothing landed) counts as 1. Any factor at 0 makes the whole score 0: a fully
-    stale or unreachable site is not rescued by quick embedding.
+    golden set, nothing landed) counts as 1. Any factor at 0 makes the whole score 0: an
+    unreachable site is not rescued by quick embedding.
     """
     parts = {
-        "stale_share": 1.0 - stale_share,
         "stale_retrieval": 1.0 - (stale_retrieval_rate or 0.0),
         "errors": 1.0 - error_share,
         "lag": factor(lag_p90_s, lag_target_s),

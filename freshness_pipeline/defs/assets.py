@@ -46,7 +46,7 @@ from .checks import (
     reconcile_clean,
     stale_share,
 )
-from .executors import CELERY_QUEUE_TAG, EMBEDDINGS_QUEUE
+from .executors import CELERY_QUEUE_TAG, EMBEDDINGS_QUEUE, executor_tags
 from .metadata import ROW_COUNT, URI, index_uri, owners, table
 from .partitions import sources_partitions
 from .pools import EMBEDDINGS_POOL
@@ -197,6 +197,8 @@ def section_manifest(
         out = stage_sections(ctx, fetched_pages)  # the pages as that crawl staged them
     if out.reindex_reason:
         context.log.warning(f"{out.source}: full re-index: {out.reindex_reason}")
+    for warning in out.warnings:
+        context.log.warning(f"{out.source}: {warning}")
     return dg.Output(
         out,
         metadata={
@@ -207,6 +209,7 @@ def section_manifest(
             "segmentation_errors": out.errors,
             **({"reindex_reason": out.reindex_reason} if out.reindex_reason else {}),
             "seconds": round(out.seconds, 3),
+            "warnings": dg.MetadataValue.json(out.warnings),
         },
     )
 
@@ -306,4 +309,5 @@ refresh_job = dg.define_asset_job(
     description="Refresh one source (a `sources` partition): fetch, sections, plan, index, commit, "
     "then its freshness metrics, with every asset check. Tagged `freshness/tier` it fetches that "
     "tier's pages only; `freshness/allow-spike=true` lets a reviewed change spike through.",
+    tags=executor_tags(),
 )

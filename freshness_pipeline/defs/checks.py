@@ -32,7 +32,6 @@ import dagster as dg
 from ..config import CheckPolicy, Source
 from ..core.alerts import alert_reasons
 from ..core.cadence import intervals
-from ..core.freshness import freshness_score
 from ..core.spike import SpikeVerdict, history_shares, judge, suspects
 from ..core.tables import PAGES_FOR_REVIEW, SUSPECTS, TOP_PAGES
 from ..pipeline.context import SourceContext
@@ -312,26 +311,22 @@ def source_fresh_verdict(
 
 
 def freshness_alert(report: FreshnessReport, policy: CheckPolicy) -> dg.AssetCheckResult:
-    """The score of the index as the commit left it: `report` with the drift this run
-    repaired (its stale share, measured before the commit) counted as gone."""
+    """`report`'s score (the index as the commit left it, as `freshness status` shows it)
+    against `checks.freshness_alert`, naming the figures that lowered it."""
     row = {
-        "stale_share": 0.0,
         "stale_retrieval_rate": report.stale_retrieval_rate,
         "error_share": report.error_share,
         "lag_p90_s": report.lag_p90_s,
         "age_median_s": report.age_median_s,
     }
     targets = {"lag_target_s": policy.lag_target_h * 3600, "age_target_s": policy.age_target_d * 86_400}
-    score = freshness_score(
-        0.0, report.stale_retrieval_rate, report.error_share, report.lag_p90_s, report.age_median_s, **targets
-    )
-    passed = score >= policy.freshness_alert
+    passed = report.score >= policy.freshness_alert
     reasons = alert_reasons(row, **targets)
-    head = f"score after the commit {score:.3f} {'≥' if passed else '<'} {policy.freshness_alert:g}"
+    head = f"score after the commit {report.score:.3f} {'≥' if passed else '<'} {policy.freshness_alert:g}"
     return dg.AssetCheckResult(
         check_name=FRESHNESS_ALERT.name,
         passed=passed,
         severity=dg.AssetCheckSeverity.WARN,
         description=head + (f": {'; '.join(reasons)}" if reasons and not passed else ""),
-        metadata={"score_after_commit": round(score, 4), "alert_at": policy.freshness_alert},
+        metadata={"score_after_commit": round(report.score, 4), "alert_at": policy.freshness_alert},
     )

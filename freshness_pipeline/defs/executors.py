@@ -42,6 +42,7 @@ KEY_PREFIX_ENV = "FRESHNESS_CELERY_KEY_PREFIX"
 DEFAULT_BROKER = "redis://127.0.0.1:6379/0"
 DEFAULT_VISIBILITY_S = 3600  # Celery's own default for Redis
 CELERY_QUEUE_TAG = "dagster-celery/queue"
+BROKER_TAG = "freshness/celery-broker"  # on the refresh job's runs: which broker a failure names
 EMBEDDINGS_QUEUE = "embeddings"
 CHOICES = ("in_process", "multiprocess", "celery")
 REDIS_SCHEMES = ("redis", "rediss")
@@ -116,6 +117,21 @@ def celery_settings() -> CelerySettings:
         if urlsplit(backend).scheme in REDIS_SCHEMES:
             conf["result_backend_transport_options"] = {"global_keyprefix": prefix}
     return CelerySettings(broker=broker, backend=backend, config_source=conf)
+
+
+def shown_url(url: str) -> str:
+    """`url` without its password, to show in a run's tags and errors."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    return parts._replace(netloc=netloc).geturl()
+
+
+def executor_tags() -> dict[str, str]:
+    """The tags of the refresh job's runs: under the Celery executor, its broker, so that a run
+    the broker refused names it (`run_summary.py`)."""
+    return {BROKER_TAG: shown_url(celery_settings().broker)} if executor_name() == "celery" else {}
 
 
 def refresh_executor() -> dg.ExecutorDefinition | None:

@@ -20,6 +20,7 @@ import dagster as dg
 
 from ..config import load_settings
 from ..pipeline.attempts import committed
+from .executors import BROKER_TAG
 from .metadata import INDEX_EXTRAS
 
 if TYPE_CHECKING:  # the type of Dagster's error records; not part of its public API
@@ -66,10 +67,11 @@ def outcome(facts: RunFacts) -> dict[str, Any]:
         out["reindex_reason"] = index.get("reindex_reason")
     elif crawl is not None:
         out |= {k: crawl[k] for k in ("crawled", "errors", "skipped")}
+    sections = facts.materialized.get("section_manifest") or {}
     if crawl is not None:
         review = crawl.get("pages_to_review") or {}
         out["skipped_pages"] = _first(review.get("skipped"))
-        out["warnings"] = list(crawl.get("warnings") or [])
+        out["warnings"] = list(crawl.get("warnings") or []) + list(sections.get("warnings") or [])
         out["error_pages"] = _first(review.get("errors"))
         out["flagged_pages"] = _first(review.get("flagged"))
     failed = [c for c in facts.checks if not c.passed]
@@ -120,7 +122,8 @@ def from_events(run: dg.DagsterRun, events: Iterable[dg.DagsterEvent]) -> RunFac
         elif e.event_type == dg.DagsterEventType.RUN_FAILURE:
             # A run failed from outside (run monitoring) has no error record.
             error = getattr(e.event_specific_data, "error", None)
-            facts.run_failures.append(_cause(error) if error is not None else (e.message or "").strip())
+            broker = _broker(error, run.tags.get(BROKER_TAG)) if error is not None else ""
+            facts.run_failures.append(broker + _cause(error) if error is not None else (e.message or "").strip())
     return facts
 
 
@@ -141,6 +144,20 @@ def interrupted(events: Iterable[dg.DagsterEvent]) -> bool:
 
 def _first(pages: dict[str, str] | None) -> dict[str, str]:
     return dict(sorted((pages or {}).items())[:SHOWN_ERRORS])
+
+
+def _broker(error: SerializableErrorInfo, broker: str | None) -> str:
+    """ "the Celery broker URL: " when the error chain went through Celery's broker client
+    (kombu), whose errors (ConnectionRefusedError, Error 111 connecting to host:port) name no
+    service; else ""."""
+    chain: list[SerializableErrorInfo] = []
+    link: SerializableErrorInfo | None = error
+    while link is not None:
+        chain.append(link)
+        link = link.cause
+    if not any("/kombu/" in frame for e in chain for frame in e.stack):
+        return ""
+    return f"the Celery broker {broker or '($FRESHNESS_CELERY_BROKER)'} is unreachable: "
 
 
 def _cause(error: SerializableErrorInfo) -> str:

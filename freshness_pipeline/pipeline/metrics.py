@@ -76,8 +76,7 @@ def measure(
     lag_p50, lag_p90 = percentiles(lags)
     srr = golden.stale_retrieval_rate if golden else None
     checks = ctx.source.checks
-    score = freshness_score(
-        stale_share,
+    score = freshness_score(  # the index as this run's commit left it (the drift it found is repaired)
         srr,
         error_share,
         lag_p90,

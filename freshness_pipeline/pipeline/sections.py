@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from itertools import islice
 
+from ..adapters.embedders.tokenizer import capped_budget
 from ..adapters.state.staging import SectionStaging, Stage, StagedPage
 from ..core.models import Section
 from ..core.state import PageRow
@@ -40,6 +41,7 @@ class SectionsReport:
     errors: int = 0  # pages that could not be segmented (their sections stay)
     reindex_reason: str | None = None
     seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)  # settings that change nothing, ...
 
 
 def stage_sections(ctx: SourceContext, crawl: CrawlReport) -> SectionsReport:
@@ -48,6 +50,8 @@ def stage_sections(ctx: SourceContext, crawl: CrawlReport) -> SectionsReport:
     started = time.time()
     src, store, run_id = ctx.source, ctx.store, crawl.run_id
     out = SectionsReport(src.name, run_id, crawl.page_counts(), crawl.seconds)
+    if capped := capped_budget(ctx.settings.embedder, src.chunking):
+        out.warnings.append(capped)
     staging = store.section_staging
     with store.locks.lock(src.name):
         store.staged_runs.require(src.name, run_id, Stage.CRAWL)

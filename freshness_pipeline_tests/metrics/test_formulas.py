@@ -68,17 +68,17 @@ def test_factor_is_one_within_target_then_target_over_value() -> None:
 def test_composite_score_worked_examples() -> None:
     day = 24 * H
     kw = {"lag_target_s": day, "age_target_s": 730 * day}
-    assert freshness_score(0.0, None, 0.0, None, None, **kw) == 1.0
-    # 0.9^0.3 * 0.8^0.3 * 1^0.15 * (24/48)^0.15 * 1 = 0.96889 * 0.93524 * 0.90125 = 0.81667
-    assert freshness_score(0.1, 0.2, 0.0, 2 * day, 100 * day, **kw) == pytest.approx(0.81667, abs=1e-5)
+    assert freshness_score(None, 0.0, None, None, **kw) == 1.0
+    # 0.8^0.3 * 1^0.15 * (24/48)^0.15 * 1 = 0.93524 * 0.90125 = 0.84289
+    assert freshness_score(0.2, 0.0, 2 * day, 100 * day, **kw) == pytest.approx(0.84289, abs=1e-5)
     # Only the age is off: 4x the target -> 0.25^0.1 = 0.87055.
-    assert freshness_score(0.0, 0.0, 0.0, 0.0, 4 * 730 * day, **kw) == pytest.approx(0.87055, abs=1e-5)
+    assert freshness_score(0.0, 0.0, 0.0, 4 * 730 * day, **kw) == pytest.approx(0.87055, abs=1e-5)
     # A fifth of the live pages failing their last fetch: 0.8^0.15 = 0.96708 (under 0.95
     # only past 29%).
-    assert freshness_score(0.0, None, 0.2, None, None, **kw) == pytest.approx(0.96708, abs=1e-5)
-    # A fully stale index, or a site whose every page errors, scores 0 whatever else is good.
-    assert freshness_score(1.0, 0.0, 0.0, 0.0, 0.0, **kw) == 0.0
-    assert freshness_score(0.0, None, 1.0, None, None, **kw) == 0.0
+    assert freshness_score(None, 0.2, None, None, **kw) == pytest.approx(0.96708, abs=1e-5)
+    # A site whose every page errors, or whose golden answers are all stale, scores 0.
+    assert freshness_score(None, 1.0, None, None, **kw) == 0.0
+    assert freshness_score(1.0, 0.0, 0.0, 0.0, **kw) == 0.0
 
 
 def test_golden_scores_from_ranks() -> None:

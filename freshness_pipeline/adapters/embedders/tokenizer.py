@@ -17,7 +17,7 @@ from freshness_pipeline.config import ChunkPolicy, EmbedderConfig
 from freshness_pipeline.core.embedding_models import resolve_local
 from freshness_pipeline.core.segment import TokenCount, tiktoken_counter
 
-__all__ = ["OPENAI_MAX_BUDGET", "TokenizerSpec", "tokenizer_for"]
+__all__ = ["OPENAI_MAX_BUDGET", "TokenizerSpec", "capped_budget", "tokenizer_for"]
 
 OPENAI_MAX_BUDGET = 512
 _OPENAI_ENCODING = "cl100k_base"  # text-embedding-3-small/-large and ada-002
@@ -48,6 +48,20 @@ def tokenizer_for(embedder: EmbedderConfig, chunking: ChunkPolicy) -> TokenizerS
     if embedder.provider == "openai":
         return TokenizerSpec("tiktoken", _OPENAI_ENCODING, min(chunking.token_budget, OPENAI_MAX_BUDGET))
     return TokenizerSpec("tiktoken", chunking.encoding, chunking.token_budget)
+
+
+def capped_budget(embedder: EmbedderConfig, chunking: ChunkPolicy) -> str | None:
+    """What to tell a user whose `chunking.token_budget` (set in the sources file, not the
+    default) is over the embedder's window: it changes nothing above it. None otherwise."""
+    if "token_budget" not in chunking.model_fields_set:
+        return None
+    spec = tokenizer_for(embedder, chunking)
+    if spec.budget >= chunking.token_budget:
+        return None
+    return (
+        f"chunking.token_budget {chunking.token_budget} is over the {embedder.provider} embedder's window "
+        f"({spec.budget} {spec.name} tokens): sections are cut at {spec.budget}, so set it to {spec.budget} or less"
+    )
 
 
 def _window(model: str) -> int:
