@@ -10,6 +10,7 @@ search it, resolve a citation, read its status.
         print(hit.score, hit.url, hit.heading_path, hit.key, hit.as_of)
     index.resolve(hit.key)                # the cited section's current text, after redirects
     index.status()                        # per source: the index, the last attempt and success
+    index.frames.manifest()               # the tables as pandas DataFrames (the [pandas] extra)
 
 The work of each method is imported when it is first called, so that opening an index
 and searching it never imports Dagster, and reading the status imports neither Dagster

@@ -27,9 +27,6 @@ class Table:
     def names(self) -> list[str]:
         return [name for name, _ in self.columns]
 
-    def kind(self, column: str) -> Kind:
-        return dict(self.columns)[column]
-
     def per_source(self) -> Table:
         """The same table with a `source` column first (a frame covers several sources)."""
         return Table(self.name, (("source", "string"), *self.columns))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
@@ -38,10 +39,12 @@ def table(rows: Iterable[Sequence[object] | Mapping[str, object]], schema: Table
     return dg.MetadataValue.table(records, schema=dg.TableSchema(columns=columns))
 
 
-def _cell(value: object, kind: Kind) -> str | int | float | bool | None:
-    if value is None or isinstance(value, str | int | float | bool) and kind != "timestamp":
-        return value
-    return utc_minute(float(value)) if kind == "timestamp" else str(value)  # type: ignore[arg-type]
+def _cell(value: Any, kind: Kind) -> str | int | float | bool | None:
+    if value is None:
+        return None
+    if kind == "timestamp":  # POSIX seconds
+        return utc_minute(float(value))
+    return value if isinstance(value, str | int | float | bool) else str(value)
 
 
 def index_uri(settings: Settings, namespace: str) -> str:
