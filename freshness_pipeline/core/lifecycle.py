@@ -45,12 +45,14 @@ __all__ = [
     "CrawlRun",
     "Ledger",
     "LifecyclePolicy",
-    "apply_answers",
+    "GONE",
     "Held",
     "Turn",
+    "apply_answers",
     "hold_mass_gone",
     "hold_mass_redirects",
     "hold_mass_rewrites",
+    "is_live",
     "needs_last_text",
     "settle_crawl",
 ]
@@ -272,7 +274,8 @@ def hold_mass_gone(
             pending=GONE,
         )
         errors[url] = flagged[url] = why
-    gone = [u for u in decisions.gone if u not in set(suspects)]
+    held = set(suspects)
+    gone = [u for u in decisions.gone if u not in held]
     return replace(decisions, rows=rows, errors=errors, flagged=flagged, gone=gone), Held(
         dict.fromkeys(suspects, GONE), why
     )
