@@ -108,15 +108,16 @@ class _Piece:
 
 
 @dataclass(frozen=True, slots=True)
-class Chunk:
+class _Chunk:
     """One chunk of a section: its markdown and its content anchor (part of its id)."""
 
     text: str
     anchor: str
 
 
-# A long section's chunks average a third of the budget, and are at least a sixth of it
-# (in tokens after the heading path): an edit re-embeds about a third of a window.
+# In a long section, runs between content-defined cuts average a third of the budget after
+# the heading path, and a run under half that joins the next: chunks come out at about half
+# the budget, and an edit re-embeds about that much.
 TARGET_SHARE = 3
 _ITEM = re.compile(r"^(\s*)(?:[-*+]|\d{1,9}[.)])(?:\s|$)")
 _DELIMITER_ROW = re.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$")
@@ -180,12 +181,12 @@ class _Chunker:
     def fits(self, markdown: str) -> bool:
         return self.count(markdown) <= self.budget
 
-    def chunks(self, blocks: list[Block]) -> list[Chunk]:
+    def chunks(self, blocks: list[Block]) -> list[_Chunk]:
         """The chunks of a section body; one (anchored "0") when it fits, else anchored by
         the fingerprint of their first piece ("~2", "~3" on a repeat)."""
         body = "\n\n".join(b.text for b in blocks)
         if self.fits(body):
-            return [Chunk(body, "0")]
+            return [_Chunk(body, "0")]
         pieces = [p for i, block in enumerate(blocks) for p in self._block_pieces(block, i)]
         fps = [fingerprint(p.text) for p in pieces]
         sizes, header = [], []  # tokens of each piece in a chunk; of its header, if it starts one
@@ -201,12 +202,12 @@ class _Chunker:
         cuts: list[tuple[int, int]] = []
         for a, b in spans(fps, sizes, fits, self.target, self.target / 2):
             cuts += [(a, b)] if self.fits(self._join(pieces[a:b])) else self._exact(pieces, a, b)
-        out: list[Chunk] = []
+        out: list[_Chunk] = []
         seen: Counter[str] = Counter()
         for a, b in cuts:
             anchor = f"{fps[a]:016x}"[:12]
             seen[anchor] += 1
-            out.append(Chunk(self._join(pieces[a:b]), anchor if seen[anchor] == 1 else f"{anchor}~{seen[anchor]}"))
+            out.append(_Chunk(self._join(pieces[a:b]), anchor if seen[anchor] == 1 else f"{anchor}~{seen[anchor]}"))
         return out
 
     def _exact(self, pieces: list[_Piece], start: int, end: int) -> list[tuple[int, int]]:
