@@ -36,8 +36,10 @@ __all__ = ["CHUNKER_VERSION", "TokenCount", "section_key", "segment"]
 # inline markdown's words, as the body's (entities decoded, `_` emphasis gone).
 # 5: a section over the budget is cut where its pieces' content says (core/boundaries.py),
 # a table row starting a chunk brings the table's header, and a chunk's id is its section
-# key and content anchor. Re-indexing re-embeds only the chunks of sections over the
-# budget: every section that fits keeps its text, and the embedding cache its vector.
+# key and content anchor. The re-index embeds only the chunks of sections over the budget
+# (a section that fits keeps its text, and the embedding cache its vector): on the shipped
+# corpora 15-37% of a site's characters at 400 cl100k tokens, 44-60% at the local model's
+# 256 wordpieces; for a 10,000-page site, that share of its first index's embedding, once.
 CHUNKER_VERSION = "5"
 
 TokenCount = Callable[[str], int]  # tokens of a text, as the embedder will count them
