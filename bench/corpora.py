@@ -84,11 +84,13 @@ def first_seen(revisions: list[Revision]) -> dict[str, str]:
 def build_noise(build: int, dates: Mapping[str, str]) -> Callable[[str], dict[str, str]]:
     """`DocsSite.publish(noise=...)` for one build: a "Last updated" line in the article (a
     date in any month, an ISO stamp or a relative time), an ISO build stamp in the footer,
-    the build's tip of the day at the top of <main>, and each page's declared date."""
+    the build's tip of the day at the top of <main>, a "Related pages" aside in <main> (three
+    pages drawn for each page and build), and each page's declared date."""
     rng = random.Random(build)
     month = rng.randrange(12)
     stamp = f"2026-{month + 1:02d}-{rng.randrange(1, 29):02d}T{rng.randrange(24):02d}:{rng.randrange(60):02d}:07Z"
     by_path = {page_path(rel): date for rel, date in dates.items()}
+    paths = sorted(by_path)
 
     def noise(path: str) -> dict[str, str]:
         updated = rng.choice(
@@ -103,6 +105,7 @@ def build_noise(build: int, dates: Mapping[str, str]) -> Callable[[str], dict[st
             "build": f"with mkdocs 1.6.1 on {stamp} (build #{4000 + build}, {rng.getrandbits(32):08x})",
             "tip": TIPS[build % len(TIPS)],
             "date": by_path[path],
+            "related": " ".join(rng.sample(paths, min(3, len(paths)))),
         }
 
     return noise

@@ -7,21 +7,27 @@ tokens), the clean pages of every revision go through extract -> normalize -> se
 before: what `freshness run` embeds with `fuzzy_threshold: 0` (the corpus replay asserts
 that it embeds exactly these). A change to extraction, the noise rules or the segmenter
 shows here as sections and texts gained or lost, in seconds and without Dagster.
+
+With `--peers` (the `[peers]` extra), LangChain's `index()` with the whole site in one
+batch (as in `bench/peers.py`) indexes the same pages' extracted markdown at every step,
+and its characters embedded per step are printed beside ours.
 """
 
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
+from pathlib import Path
 
-from bench.corpora import CORPORA, corpora_root, first_seen, load_revisions
+from bench.corpora import CORPORA, clean_page, corpora_root, first_seen, load_revisions
 from freshness_pipeline.adapters.embedders.tokenizer import tokenizer_for
 from freshness_pipeline.config import ChunkPolicy, EmbedderConfig
 from freshness_pipeline.core.extract import extract
 from freshness_pipeline.core.noise import normalize
 from freshness_pipeline.core.segment import segment
 from freshness_pipeline.core.urls import normalize_url
-from freshness_pipeline.demo.render import page_path, render, title_of
+from freshness_pipeline.demo.render import page_path
 
 BASE = "http://127.0.0.1:1/"
 
@@ -41,7 +47,7 @@ def replay(corpus: str, provider: str) -> list[tuple[int, int, int]]:
         for rel, source in rev.docs.items():
             if (rel, source) not in pages:
                 url = normalize_url(BASE + page_path(rel))
-                page = extract(render(source, title=title_of(source, rel), nav={}, date=dates[rel]), url)
+                page = extract(clean_page(rel, source, dates[rel]), url)
                 markdown = normalize(page.markdown, url=url)
                 made = segment(url, markdown, budget=spec.budget, count=count)
                 pages[(rel, source)] = {s.content_hash: s.embed_text for s in made}
@@ -55,12 +61,31 @@ def replay(corpus: str, provider: str) -> list[tuple[int, int, int]]:
     return out
 
 
+def langchain(corpus: str, home: Path) -> list[int]:
+    """Characters LangChain's one-batch `index()` embeds per revision, r0 first."""
+    from bench.peers import LangChainPeer
+
+    peer = LangChainPeer(home, None)
+    out = []
+    for rev in load_revisions(corpora_root() / corpus):
+        pages = {}
+        for rel, source in rev.docs.items():
+            url = normalize_url(BASE + page_path(rel))
+            if markdown := extract(clean_page(rel, source), url).markdown:
+                pages[url] = markdown
+        before = peer.tally.chars
+        peer.step(pages)
+        out.append(peer.tally.chars - before)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.replay_texts", description=__doc__.split("\n\n")[0])
     p.add_argument("--corpus", choices=CORPORA, action="append", help="default: every corpus")
+    p.add_argument("--peers", action="store_true", help="LangChain one batch beside ours (the [peers] extra)")
     args = p.parse_args(argv)
     started = time.perf_counter()
-    print("| corpus | chunking | sections at r9 | r0 texts / chars | r1..r9 texts / chars | texts per step r1..r9 |")
+    print("| corpus | chunking | sections at r9 | r0 texts / chars | r1..r9 texts / chars | chars per step r1..r9 |")
     print("| --- | --- | ---: | ---: | ---: | --- |")
     for corpus in args.corpus or CORPORA:
         for provider in ("local", "hashing"):
@@ -68,8 +93,13 @@ def main(argv: list[str] | None = None) -> int:
             steps = rows[1:]
             print(
                 f"| {corpus} | {provider} | {rows[-1][0]} | {rows[0][1]} / {rows[0][2]:,} "
-                f"| {sum(r[1] for r in steps)} / {sum(r[2] for r in steps):,} | {', '.join(str(r[1]) for r in steps)} |"
+                f"| {sum(r[1] for r in steps)} / {sum(r[2] for r in steps):,} "
+                f"| {', '.join(f'{r[2]:,}' for r in steps)} |"
             )
+        if args.peers:
+            with tempfile.TemporaryDirectory(prefix="freshness-replay-lc-") as tmp:
+                lc = langchain(corpus, Path(tmp))[1:]
+            print(f"| {corpus} | LangChain one batch | | | - / {sum(lc):,} | {', '.join(f'{c:,}' for c in lc)} |")
     print(f"({time.perf_counter() - started:.0f} s)")
     return 0
 

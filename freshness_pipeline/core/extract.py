@@ -207,9 +207,24 @@ def _headings_only(root: HtmlElement) -> str:
     rules strip (a "Last updated" date) would turn the page into another text."""
     lines = []
     for h in _HEADINGS(root):
-        if text := " ".join(h.text_content().split()):
+        if (text := " ".join(h.text_content().split())) and not _over_links_only(h):
             lines.append(f"{'#' * int(h.tag[1])} {text}")
     return "\n\n".join(lines)
+
+
+def _chars(el: HtmlElement) -> int:
+    return len("".join(el.text_content().split()))
+
+
+def _over_links_only(heading: HtmlElement) -> bool:
+    """Whether a heading heads a block of nothing but links: a "Related pages" aside
+    (other on every request), a "see also" list. trafilatura drops such a block's links
+    from any page with a paragraph, and so its heading too: here it goes as well."""
+    block = heading.getparent()
+    if block is None:
+        return False
+    links = sum(_chars(a) for a in block.iter("a"))
+    return links > 0 and _chars(block) - _chars(heading) - links <= 0
 
 
 _TRAILING_FENCE = re.compile(r"(.*\S)[ \t]*```[ \t]*")

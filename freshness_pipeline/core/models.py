@@ -73,14 +73,18 @@ class Section:
     title: str | None = None  # the page's title
     as_of: str | None = None  # declared date when the text last changed, else month first seen
     # Which chunk of its section it is, by content: "0" for a section in one chunk, else the
-    # fingerprint of its first piece (core/segment.py); empty: its `chunk_index`.
+    # fingerprint of its first piece (core/segment.py); not given: its `chunk_index`.
     anchor: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.anchor:
+            object.__setattr__(self, "anchor", str(self.chunk_index))
 
     @property
     def id(self) -> str:
         """Record id in the vector store: the key and the chunk's anchor. A chunk inserted
         before it, or its moving within its section, leaves it unchanged."""
-        return record_id(self.key, self.anchor or str(self.chunk_index))
+        return record_id(self.key, self.anchor)
 
     @property
     def heading(self) -> str:

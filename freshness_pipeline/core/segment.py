@@ -36,8 +36,10 @@ __all__ = ["CHUNKER_VERSION", "TokenCount", "section_key", "segment"]
 # inline markdown's words, as the body's (entities decoded, `_` emphasis gone).
 # 5: a section over the budget is cut where its pieces' content says (core/boundaries.py),
 # a table row starting a chunk brings the table's header, and a chunk's id is its section
-# key and content anchor. Re-indexing re-embeds only the chunks of sections over the
-# budget: every section that fits keeps its text, and the embedding cache its vector.
+# key and content anchor. The re-index embeds only the chunks of sections over the budget
+# (a section that fits keeps its text, and the embedding cache its vector): on the shipped
+# corpora 15-37% of a site's characters at 400 cl100k tokens, 44-60% at the local model's
+# 256 wordpieces; for a 10,000-page site, that share of its first index's embedding, once.
 CHUNKER_VERSION = "5"
 
 TokenCount = Callable[[str], int]  # tokens of a text, as the embedder will count them
@@ -108,15 +110,16 @@ class _Piece:
 
 
 @dataclass(frozen=True, slots=True)
-class Chunk:
+class _Chunk:
     """One chunk of a section: its markdown and its content anchor (part of its id)."""
 
     text: str
     anchor: str
 
 
-# A long section's chunks average a third of the budget, and are at least a sixth of it
-# (in tokens after the heading path): an edit re-embeds about a third of a window.
+# In a long section, runs between content-defined cuts average a third of the budget after
+# the heading path, and a run under half that joins the next: chunks come out at about half
+# the budget, and an edit re-embeds about that much.
 TARGET_SHARE = 3
 _ITEM = re.compile(r"^(\s*)(?:[-*+]|\d{1,9}[.)])(?:\s|$)")
 _DELIMITER_ROW = re.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$")
@@ -180,12 +183,12 @@ class _Chunker:
     def fits(self, markdown: str) -> bool:
         return self.count(markdown) <= self.budget
 
-    def chunks(self, blocks: list[Block]) -> list[Chunk]:
+    def chunks(self, blocks: list[Block]) -> list[_Chunk]:
         """The chunks of a section body; one (anchored "0") when it fits, else anchored by
         the fingerprint of their first piece ("~2", "~3" on a repeat)."""
         body = "\n\n".join(b.text for b in blocks)
         if self.fits(body):
-            return [Chunk(body, "0")]
+            return [_Chunk(body, "0")]
         pieces = [p for i, block in enumerate(blocks) for p in self._block_pieces(block, i)]
         fps = [fingerprint(p.text) for p in pieces]
         sizes, header = [], []  # tokens of each piece in a chunk; of its header, if it starts one
@@ -201,12 +204,12 @@ class _Chunker:
         cuts: list[tuple[int, int]] = []
         for a, b in spans(fps, sizes, fits, self.target, self.target / 2):
             cuts += [(a, b)] if self.fits(self._join(pieces[a:b])) else self._exact(pieces, a, b)
-        out: list[Chunk] = []
+        out: list[_Chunk] = []
         seen: Counter[str] = Counter()
         for a, b in cuts:
             anchor = f"{fps[a]:016x}"[:12]
             seen[anchor] += 1
-            out.append(Chunk(self._join(pieces[a:b]), anchor if seen[anchor] == 1 else f"{anchor}~{seen[anchor]}"))
+            out.append(_Chunk(self._join(pieces[a:b]), anchor if seen[anchor] == 1 else f"{anchor}~{seen[anchor]}"))
         return out
 
     def _exact(self, pieces: list[_Piece], start: int, end: int) -> list[tuple[int, int]]:

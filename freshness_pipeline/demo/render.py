@@ -38,10 +38,12 @@ def render(
     build: str | None = None,
     tip: str | None = None,
     date: str | None = None,
+    related: str | None = None,
 ) -> str:
     """One HTML page. `nav` maps paths to link titles; `updated`, `build` and `tip` (a
     "tip of the day" block atop the article, where extraction keeps it) are noise; `date`
-    is the page's declared date (`<meta name="date">`, what htmldate reads first)."""
+    is the page's declared date (`<meta name="date">`, what htmldate reads first); `related`
+    (page paths, space separated) a "Related pages" aside in <main>, other on every build."""
     article = _article(body_md)
     links = "\n".join(f'<li><a href="{p}">{html.escape(t)}</a></li>' for p, t in nav.items())
     stamp = f"<p>Last updated: {html.escape(updated)}</p>" if updated else ""
@@ -56,7 +58,7 @@ def render(
 <main><article>{tip_block}
 {article}
 {stamp}
-</article></main>
+</article>{_related(related)}</main>
 <footer>{built}<p>Documentation licensed under CC BY 4.0.</p></footer>
 </body></html>"""
 
@@ -68,12 +70,13 @@ def dress(
     build: str | None = None,
     tip: str | None = None,
     date: str | None = None,
+    related: str | None = None,
 ) -> str:
     """A page a site generator built (Sphinx: `role="main"`, `class="footer"`) with the same
     noise `render` adds: the tip and the "last updated" line atop the main text, the build
     stamp in the footer, the declared date in the head."""
     tip_block = f'<div class="tip-of-the-day"><p>Tip of the day: {html.escape(tip)}</p></div>' if tip else ""
-    top = tip_block + (f"<p>Last updated: {html.escape(updated)}</p>" if updated else "")
+    top = tip_block + (f"<p>Last updated: {html.escape(updated)}</p>" if updated else "") + _related(related)
     if top:
         page = page.replace('role="main">', f'role="main">{top}', 1)
     if build:
@@ -81,6 +84,14 @@ def dress(
     if date:
         page = page.replace("</head>", f'<meta name="date" content="{html.escape(date)}"></head>', 1)
     return page
+
+
+def _related(paths: str | None) -> str:
+    if not paths:
+        return ""
+    items = (f'<li><a href="{html.escape(p)}">{html.escape(p.strip("/") or "Home")}</a></li>' for p in paths.split())
+    links = "".join(items)
+    return f'<aside class="related"><h4>Related pages</h4><ul>{links}</ul></aside>'
 
 
 @lru_cache(maxsize=512)

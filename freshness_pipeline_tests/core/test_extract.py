@@ -159,3 +159,17 @@ def test_a_page_of_headings_only_keeps_them_as_headings(form: str) -> None:
     stamped = extract(_page(f"<h1>Contact us</h1><p>Last updated: June 3, 2026</p>{form}"), URL).markdown
     assert bare == "# Contact us"
     assert stamped == "# Contact us\n\nLast updated: June 3, 2026"
+
+
+@pytest.mark.parametrize("updated", ["", "<p>Last updated: June 3, 2026</p>"])
+def test_a_related_pages_aside_is_never_text_of_a_page_without_a_paragraph(updated: str) -> None:
+    """A "Related pages" aside in <main>, other on every request: its links and its heading
+    are dropped whether or not the page has a paragraph (here: a "Last updated" line that
+    the noise rules strip), so a quiet redeploy re-embeds nothing."""
+    form = "<h2>Write to us</h2><form><input name='q'><button>Send</button></form>"
+    aside = (
+        "<aside><h4>Related pages</h4><ul><li><a href='/a/'>Install</a></li><li><a href='/b/'>API</a></li></ul></aside>"
+    )
+    md = extract(_page(f"<h1>Contact us</h1>{updated}{form}{aside}"), URL).markdown
+    assert "Related" not in md and "Install" not in md
+    assert md.startswith("# Contact us")
