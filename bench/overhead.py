@@ -84,11 +84,13 @@ def _bench_site(site: Site, env: dict[str, str], floor: dict[str, str], args: ar
         for _ in range(args.pairs):
             quiet.append(_line(site, "quiet run", ["run", "--json"], env))
             alone.append(_line(site, "Dagster alone (floor)", [FLOOR], floor))
-        q, f = statistics.median(quiet), statistics.median(alone)
+        q, f = statistics.median(w for w, _ in quiet), statistics.median(w for w, _ in alone)
+        over = statistics.median(w - work for w, work in quiet)
         verdict = "within" if q - f <= TARGET_S else "above"
         print(
-            f"{site.name:<10} quiet run {q:.2f} s (median of {len(quiet)}), Dagster alone {f:.2f} s: "
-            f"{q - f:+.2f} s, {verdict} the target of floor + {TARGET_S} s (load {os.getloadavg()[0]:.1f})",
+            f"{site.name:<10} quiet run {q:.2f} s (median of {len(quiet)}; its overhead {over:.2f} s), "
+            f"Dagster alone {f:.2f} s: {q - f:+.2f} s ({over - f:+.2f} s without the work), {verdict} the "
+            f"target of floor + {TARGET_S} s (load {os.getloadavg()[0]:.1f})",
             flush=True,
         )
     if "status" in commands:
@@ -101,8 +103,8 @@ def _bench_site(site: Site, env: dict[str, str], floor: dict[str, str], args: ar
                 _line(site, "quiet run, submitted", ["run", "--json", "--submit", url], env)
 
 
-def _line(site: Site, label: str, cmd: list[str], env: dict[str, str]) -> float:
-    """Run one command, print its line; its wall seconds."""
+def _line(site: Site, label: str, cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Run one command, print its line; its wall and work seconds."""
     if cmd == [FLOOR]:
         full = [sys.executable, str(Path(__file__).with_name("dagster_floor.py"))]
     else:
@@ -111,7 +113,7 @@ def _line(site: Site, label: str, cmd: list[str], env: dict[str, str]) -> float:
     work = _work(stdout) if cmd[0] in ("run", FLOOR) else None
     over = f"{wall - work:>7.2f}" if work is not None else f"{'':>7}"
     print(f"{site.name:<10} {label:<30} {wall:>7.2f} {work or 0.0:>7.2f} {over} {cpu:>6.2f}  {os.getloadavg()[0]:.1f}")
-    return wall
+    return wall, work or 0.0
 
 
 def _time(cmd: list[str], env: dict[str, str]) -> tuple[float, float, str]:

@@ -32,6 +32,7 @@ from .adapters.memory import no_collections_at_exit
 from .config import ConfigError, Settings, load_settings, sources_path
 from .core.alerts import alert_reasons
 from .core.run_counts import PAGES, counts_text, run_line
+from .pipeline.errors import Interrupted
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -47,6 +48,7 @@ __all__ = [
     "HomeNotFound",
     "Hit",
     "Index",
+    "Interrupted",
     "alert_reasons",
     "counts_text",
     "history_rows",
@@ -149,7 +151,7 @@ class Index:
         """Refresh several sources (default: every one), yielding (source, what `refresh`
         returns) as each run ends: one run of the `refresh` job after the other, each in this
         process and recorded in the instance (`defs/runner.py`). A Ctrl-C raises
-        `defs.runner.Interrupted`, which says whether the run's commit had landed.
+        `Interrupted`, which says whether the run's commit had landed.
         `submit`: a deployment's webserver URL (default `$FRESHNESS_DAGSTER_URL`): the runs
         are submitted to it and waited for (`defs/remote.py`)."""
         names = [self.settings.source(s).name for s in sources] if sources else self.source_names

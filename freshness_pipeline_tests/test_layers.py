@@ -36,7 +36,7 @@ IO_MODULES = frozenset(
 )  # fmt: skip
 # The one exception docs/architecture.md names: tokens.py places tiktoken's rank files in its cache.
 CORE_IO_EXCEPTIONS: Mapping[str, frozenset[str]] = {f"{PACKAGE}.core.tokens": frozenset({"os", "tempfile", "pathlib"})}
-# The modules that build the asset graph: the CLI process never loads them (a launched run does).
+# The modules that build the asset graph: the CLI loads them only when `run` runs the job.
 ASSET_GRAPH = frozenset(f"{PACKAGE}.defs.{m}" for m in ("definitions", "assets", "checks", "metrics_assets", "sensors"))
 DATABASE_LIBRARIES = frozenset({"sqlalchemy", "alembic"})
 # pandas is the [pandas] extra, for the public API's DataFrames: only frames.py imports it, inside

@@ -143,7 +143,6 @@ def run(
     sources: SourcesFile = None,
 ) -> int:
     from .. import progress
-    from ..defs.runner import Interrupted
 
     _check_environment()
     index = _index(ctx, sources, create=True)
@@ -163,7 +162,7 @@ def run(
             else:
                 print("\n".join(render.run_lines(name, outcome)), flush=True)
             failed += outcome.get("status") != "success"
-    except Interrupted as stop:
+    except api.Interrupted as stop:
         if not stop.committed:  # `entry`: "freshness: interrupted: ..." and the exit of a SIGINT
             raise KeyboardInterrupt(str(stop)) from None  # (Python exits so for this class only)
         print(f"freshness: interrupted: {stop}", file=sys.stderr)

@@ -22,6 +22,7 @@ from typing import Any
 import dagster as dg
 
 from ..config import ConfigError
+from ..pipeline.errors import Interrupted
 from .executors import EXECUTOR_ENV, executor_name
 from .partitions import sources_partitions
 from .pools import ensure_pools
@@ -38,17 +39,6 @@ IN_FLIGHT = [
     dg.DagsterRunStatus.STARTED,
     dg.DagsterRunStatus.CANCELING,
 ]
-
-
-class Interrupted(KeyboardInterrupt):
-    """A Ctrl-C stopped `source`'s run: `committed` says whether its commit had landed (its
-    outcome was yielded before this was raised); `not_run`: the sources not started."""
-
-    def __init__(self, source: str, committed: bool, not_run: list[str]) -> None:
-        self.source, self.committed, self.not_run = source, committed, not_run
-        what = "its commit had landed (reported above)" if committed else "nothing of its run was committed"
-        rest = f"; not run: {', '.join(not_run)}" if not_run else ""
-        super().__init__(f"{source}: {what}{rest}")
 
 
 def run_config(log_level: str) -> dict[str, Any]:

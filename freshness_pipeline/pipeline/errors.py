@@ -10,3 +10,14 @@ from ..config import ConfigError
 REPORTED: tuple[type[Exception], ...] = (ConfigError, DamagedState)
 
 __all__ = ["REPORTED", "ConfigError", "DamagedState"]
+
+
+class Interrupted(KeyboardInterrupt):
+    """A Ctrl-C stopped `source`'s refresh: `committed` says whether its commit had landed
+    (its outcome was reported before this was raised); `not_run`: the sources not started."""
+
+    def __init__(self, source: str, committed: bool, not_run: list[str]) -> None:
+        self.source, self.committed, self.not_run = source, committed, not_run
+        what = "its commit had landed (reported above)" if committed else "nothing of its run was committed"
+        rest = f"; not run: {', '.join(not_run)}" if not_run else ""
+        super().__init__(f"{source}: {what}{rest}")
