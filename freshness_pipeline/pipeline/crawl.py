@@ -130,8 +130,8 @@ def crawl(ctx: SourceContext, *, run_id: str, tier: str | None = None, allow_mas
         results = hold_mass_redirects(results, policy)
         results, rewrites = hold_mass_rewrites(results, turned, known, policy, allow=allow_mass_gone)
         now = time.time()
-        fetched = {t.url: t.fetch_url for t in targets}
-        run = CrawlRun(src.name, now, found.listed, found.lastmod, fetched, not_found, rewrites.pending)
+        fetch_urls = {t.url: t.fetch_url for t in targets}
+        run = CrawlRun(src.name, now, found.listed, found.lastmod, fetch_urls, not_found, rewrites.pending)
         ledger = Ledger(known, run, policy)
         _apply_in_batches(ctx, ledger, results, login, run_id, same)
         fetched_live = sum(1 for r in results if is_live(known.get(r.url)))
