@@ -88,10 +88,10 @@ class _Found:
 
 
 def crawl(ctx: SourceContext, *, run_id: str, tier: str | None = None, allow_mass_gone: bool = False) -> CrawlReport:
-    """Crawl the source (or one tier of it). Mass 404s (a CDN or deploy answering 404 for a
-    minute) and mass rewrites (a maintenance page) are held until the next run sees the same,
-    unless `allow_mass_gone` (the run's spike override); pages redirecting en masse to one
-    URL are always held. The rules are `core/lifecycle.py`'s; this is the I/O around them. `run_id` opens the run's staging
+    """Crawl the source (or one tier of it). Mass 404s and mass rewrites (a maintenance
+    page) are held until the next run sees the same, unless `allow_mass_gone` (the spike
+    override); pages redirecting en masse to one URL are always held. The rules are
+    `core/lifecycle.py`'s; this is the I/O around them. `run_id` opens the run's staging
     (dropping any other run's), which the report names."""
     started = time.time()
     src, store = ctx.source, ctx.store
