@@ -101,8 +101,7 @@ Batch = Annotated[int, Field(strict=True, ge=1, le=10_000)]
 
 
 def _header_value(value: str) -> str:
-    """Text sent in an HTTP header: one line of printable characters (a CR or LF would fail
-    every request of every run as an illegal header value)."""
+    """One line of printable characters: a CR or LF in a header fails every request."""
     if bad := sorted({f"U+{ord(c):04X}" for c in value if ord(c) < 0x20 or ord(c) == 0x7F}):
         raise ValueError(f"is sent in the User-Agent header and must be one line; it holds {', '.join(bad)}")
     return value
@@ -138,9 +137,8 @@ class FetchPolicy(_Strict):
     # Crawls in a row a known page may be unlisted and unanswered before it is gone; an
     # unlisted page that still answers 200 is never gone (core/lifecycle.py).
     missing_after: Count = 3
-    # More live pages than this share of those fetched (and at least `min_outage_pages`)
-    # answering 404/410 in one crawl is an outage signature: held, gone if the next run agrees.
-    max_gone_share: Share = 0.2
+    # More live pages than this share of those fetched (and `min_outage_pages`) answering 404/410
+    max_gone_share: Share = 0.2  # in one crawl is an outage signature: held until the next run agrees
     soft_404_min_chars: NonNegInt = 200  # a page that had more text and drops under this is flagged
     keep_query_params: list[str] = Field(default_factory=list)  # e.g. ["version"]
     drop_query: bool = True  # drop every other query parameter

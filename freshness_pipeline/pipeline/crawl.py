@@ -88,12 +88,10 @@ class _Found:
 
 
 def crawl(ctx: SourceContext, *, run_id: str, tier: str | None = None, allow_mass_gone: bool = False) -> CrawlReport:
-    """Crawl the source (or one tier of it). When more than `fetch.max_gone_share` of the
-    live pages this run fetched would be declared gone at once (a CDN or deploy answering
-    404 for a minute), or more than `fetch.max_rewritten_share` turn into text unlike their
-    own, they are held as errors until the next run sees the same, unless `allow_mass_gone`
-    (the run's spike override); pages redirecting en masse to one URL are always held. The
-    rules are `core/lifecycle.py`'s; this is the I/O around them. `run_id` opens the run's staging
+    """Crawl the source (or one tier of it). Mass 404s and mass rewrites (a maintenance
+    page) are held until the next run sees the same, unless `allow_mass_gone` (the spike
+    override); pages redirecting en masse to one URL are always held. The rules are
+    `core/lifecycle.py`'s; this is the I/O around them. `run_id` opens the run's staging
     (dropping any other run's), which the report names."""
     started = time.time()
     src, store = ctx.source, ctx.store
@@ -129,8 +127,8 @@ def crawl(ctx: SourceContext, *, run_id: str, tier: str | None = None, allow_mas
             not_found = _not_found_template(fetcher, targets, src) if extracted else None
         policy = src.fetch.lifecycle_rules()
         turned = _turns(ctx, new_texts, known)
-        redirects_held = hold_mass_redirects(results, policy)
-        results, rewrites = hold_mass_rewrites(redirects_held, turned, known, policy, allow=allow_mass_gone)
+        results = hold_mass_redirects(results, policy)
+        results, rewrites = hold_mass_rewrites(results, turned, known, policy, allow=allow_mass_gone)
         now = time.time()
         fetch_urls = {t.url: t.fetch_url for t in targets}
         run = CrawlRun(src.name, now, found.listed, found.lastmod, fetch_urls, not_found, rewrites.pending)

@@ -163,7 +163,7 @@ def test_slow_headers_on_a_page_and_on_a_sitemap_are_bounded(
         server.faults["/guide/page0"] = ["slow-headers"] * 5
         started = time.monotonic()
         slow = p.run()
-        assert time.monotonic() - started < 20.0 + 5
+        assert time.monotonic() - started < 20.0 + 8
         assert (slow["errors"], slow["embedded"], slow["deleted"]) == (1, 0, 0), slow
         assert "over fetch.page_deadline_s (3s)" in slow["error_pages"][p.url("/guide/page0")]
         assert p.triples() == before
@@ -175,7 +175,7 @@ def test_slow_headers_on_a_page_and_on_a_sitemap_are_bounded(
         server.faults["/sitemap.xml"] = ["slow-headers"] * 5
         started = time.monotonic()
         failed = p.run(ok=False)
-        assert time.monotonic() - started < 4.0 + 5
+        assert time.monotonic() - started < 4.0 + 8  # the budget, and the run's own start and end
         assert "the run's fetch.run_budget_s (4s) is spent" in failed["message"], failed
         assert p.triples() == before
         server.faults.clear()
