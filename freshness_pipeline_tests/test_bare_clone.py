@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from bench.corpora import CORPORA
+
 REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "freshness_pipeline_tests"
-# The corpus tests across the suite: the replay, the incremental hits, the tokenizer's window.
-CORPUS_TESTS = 4
 
 
 @pytest.fixture(scope="module")
@@ -38,31 +38,52 @@ def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _pytest(clone: Path, **env: str) -> subprocess.CompletedProcess[str]:
+def _pytest(clone: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if k not in ("FRESHNESS_CORPORA", "CI", "PYTEST_ADDOPTS")}
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "corpus", "freshness_pipeline_tests"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        "corpus",
+        *args,
+        "freshness_pipeline_tests",
+    ]
     return subprocess.run(
         cmd, cwd=clone, env={**base, "PYTHONPATH": str(clone), **env}, capture_output=True, text=True, timeout=300
     )
 
 
-def test_a_bare_clone_skips_the_corpus_replay_and_says_how_to_run_it(clone: Path) -> None:
+@pytest.fixture(scope="module")
+def corpus_tests(clone: Path) -> int:
+    """How many tests the suite marks `corpus` (the replay, the quiet redeploy, the incremental
+    hits, the tokenizer's window): each must skip, or fail, on its own."""
+    listed = _pytest(clone, "--collect-only")
+    count = sum("::" in line for line in listed.stdout.splitlines())
+    assert count >= len(CORPORA) + 2, listed.stdout
+    return count
+
+
+def test_a_bare_clone_skips_the_corpus_replay_and_says_how_to_run_it(clone: Path, corpus_tests: int) -> None:
     done = _pytest(clone)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert f"{CORPUS_TESTS} skipped" in done.stdout and "failed" not in done.stdout, done.stdout
+    assert f"{corpus_tests} skipped" in done.stdout and "failed" not in done.stdout, done.stdout
     reasons = [line for line in done.stdout.splitlines() if line.startswith("SKIPPED [")]
     assert reasons, done.stdout
     for reason in reasons:
-        assert f"no httpx, starlette corpus under {clone.parent / 'shared' / 'corpora'}" in reason, reason
+        assert f"no {', '.join(CORPORA)} corpus under {clone.parent / 'shared' / 'corpora'}" in reason, reason
         assert "run it with `FRESHNESS_CORPORA=/path/to/corpora python -m pytest -m corpus`" in reason
     assert any("test_tokenizer.py" in reason for reason in reasons), reasons
 
 
 @pytest.mark.parametrize("env", [{"CI": "true"}, {"FRESHNESS_CORPORA": "/nonexistent/corpora"}], ids=["ci", "env"])
-def test_under_ci_or_a_named_folder_a_missing_corpus_fails(clone: Path, env: dict[str, str]) -> None:
+def test_under_ci_or_a_named_folder_a_missing_corpus_fails(clone: Path, corpus_tests: int, env: dict[str, str]) -> None:
     done = _pytest(clone, **env)
     assert done.returncode == 1, done.stdout + done.stderr
-    assert f"{CORPUS_TESTS} errors" in done.stdout and "must run" in done.stdout, done.stdout
+    assert f"{corpus_tests} errors" in done.stdout and "must run" in done.stdout, done.stdout
 
 
 def test_only_the_corpora_fixture_finds_the_corpora() -> None:
