@@ -66,13 +66,15 @@ def langchain(corpus: str, home: Path) -> list[int]:
     from bench.peers import LangChainPeer
 
     peer = LangChainPeer(home, None)
+    extracted: dict[tuple[str, str], tuple[str, str]] = {}  # (path, source) -> (url, markdown)
     out = []
     for rev in load_revisions(corpora_root() / corpus):
-        pages = {}
         for rel, source in rev.docs.items():
-            url = normalize_url(BASE + page_path(rel))
-            if markdown := extract(clean_page(rel, source), url).markdown:
-                pages[url] = markdown
+            if (rel, source) not in extracted:
+                url = normalize_url(BASE + page_path(rel))
+                extracted[(rel, source)] = url, extract(clean_page(rel, source), url).markdown
+        pages = dict(extracted[(rel, source)] for rel, source in rev.docs.items())
+        pages = {url: markdown for url, markdown in pages.items() if markdown}
         before = peer.tally.chars
         peer.step(pages)
         out.append(peer.tally.chars - before)

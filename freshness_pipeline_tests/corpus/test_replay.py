@@ -1,4 +1,4 @@
-"""Replay the real docs histories of httpx and Starlette through `freshness run`.
+"""Replay the real docs histories of httpx, Starlette (mkdocs) and Flask (Sphinx HTML) through `freshness run`.
 
 For each revision r0 -> r9, served with fresh build noise: the run writes exactly the
 sections whose normalized text changed since the previous revision, embeds only texts it
@@ -62,6 +62,7 @@ def assert_noise_reaches_extraction(site: DocsSite, build: int) -> None:
     assert TIPS[build % len(TIPS)] in raw and "Last updated" in raw, raw[:300]
 
 
+@pytest.mark.timeout(1800)  # twenty runs; Flask's first indexes 600 sections of 450,000 characters
 @pytest.mark.parametrize("name", CORPORA)
 def test_replay_embeds_exactly_what_changed(name: str, corpora: Path, dagster_home: Path) -> None:
     revisions = load_revisions(corpora / name)
