@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import os
-import signal
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -17,6 +16,7 @@ if TYPE_CHECKING:
     from .render import alert_lines, run_lines
 
 __all__ = ["alert_lines", "app", "entry", "main", "run_lines"]
+EXIT_SIGPIPE = 141  # 128 + SIGPIPE, as a shell reports `cmd | head` (no SIGPIPE on Windows)
 
 
 def __getattr__(name: str) -> Any:
@@ -88,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader went away (`freshness dump | head`): stop quietly, as `cat` would.
         # Point stdout at devnull so the interpreter's final flush cannot raise again.
         _silence_stdout()
-        return 128 + signal.SIGPIPE
+        return EXIT_SIGPIPE
     return int(code or 0)
 
 
