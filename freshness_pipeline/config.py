@@ -159,7 +159,7 @@ class FetchPolicy(_Strict):
     # More than this share of them turning into text unlike their own last text (a
     # maintenance page served with 200, varying per URL or not) is one too: held the same way.
     max_rewritten_share: Share = 0.2
-    min_outage_pages: Count = 3  # fewer pages than this gone or rewritten at once are never held
+    min_outage_pages: Annotated[int, Field(strict=True, ge=2)] = 2  # fewer gone or rewritten at once: never held
 
     def response_rules(self) -> ResponseRules:
         return ResponseRules(max_bytes=self.max_bytes, soft_404_min_chars=self.soft_404_min_chars)

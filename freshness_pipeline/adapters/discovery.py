@@ -86,11 +86,12 @@ def discover(fetcher: Fetching, source: Source, known: Mapping[str, Target]) -> 
     Raises `DiscoveryError` when a sitemap cannot be read or a start URL does not answer.
     """
     found = Discovery()
-    refused: list[str] = []
+    refused: list[tuple[str, str]] = []  # never a page of this source: not fetched, not stored
 
     def add(raw: str, lastmod: str | None = None) -> None:
-        if urlsplit(raw).scheme not in ("http", "https") or fetcher.refuse(raw):
-            refused.append(raw)  # never a page of this source: not fetched, not stored
+        why = "not an http(s) URL" if urlsplit(raw).scheme not in ("http", "https") else fetcher.refuse(raw)
+        if why:
+            refused.append((raw, why))
             return
         url = fetcher.normalize(raw)
         if lastmod:
@@ -106,11 +107,8 @@ def discover(fetcher: Fetching, source: Source, known: Mapping[str, Target]) -> 
         reader.read(sitemap, depth=0)
     reader.finish()
     if refused:
-        more = f" and {len(refused) - 1} more" if len(refused) > 1 else ""
-        found.warnings.append(
-            f"{len(refused)} sitemap URLs refused, not http(s) or not on the source's hosts "
-            f"(fetch.allowed_hosts): {refused[0][:200]}{more}"
-        )
+        (first, why), more = refused[0], f" and {len(refused) - 1} more" if len(refused) > 1 else ""
+        found.warnings.append(f"{len(refused)} sitemap URLs refused, not fetched: {first[:200]} ({why}){more}")
     if source.start_urls:
         for raw in _crawl_links(fetcher, source, known, found):
             add(raw)

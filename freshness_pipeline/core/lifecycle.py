@@ -69,7 +69,7 @@ class LifecyclePolicy:
     max_gone_share: float = 0.2  # of the live pages fetched: more gone at once is an outage
     max_redirect_share: float = 0.5  # of the pages fetched: more redirecting to one URL is one
     max_rewritten_share: float = 0.2  # of the pages fetched: more turning unlike their own text is one
-    min_outage_pages: int = 3  # ... when at least this many pages do
+    min_outage_pages: int = 2  # ... when at least this many pages do
     soft_404_min_chars: int = 200  # a page that had more text and drops under this is flagged
     errors_before_flag: int = 3  # consecutive errors before a page is flagged for review
     kept_change_times: int = 16  # the last change times a row keeps (for its tier)
@@ -189,7 +189,7 @@ def hold_mass_redirects(results: list[FetchResult], policy: LifecyclePolicy) -> 
 
 
 def _outage(n: int, of: int, share: float, policy: LifecyclePolicy) -> bool:
-    return n >= max(2, policy.min_outage_pages) and n > share * of
+    return n >= policy.min_outage_pages and n > share * of
 
 
 def hold_mass_rewrites(

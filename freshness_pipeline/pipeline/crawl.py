@@ -34,7 +34,15 @@ from ..core.lifecycle import (
 )
 from ..core.models import FetchResult, Outcome, PageText
 from ..core.noise import learn_template_blocks
-from ..core.responses import UNLIKE_BELOW, NotFoundTemplate, has_login_form, resemblance, text_shape, text_sketch
+from ..core.responses import (
+    UNLIKE_BELOW,
+    NotFoundTemplate,
+    has_login_form,
+    looks_soft_404,
+    resemblance,
+    text_shape,
+    text_sketch,
+)
 from ..core.state import PageRow, SourceState
 from ..core.tiers import tier_for
 from .context import SourceContext
@@ -122,7 +130,8 @@ def crawl(ctx: SourceContext, *, run_id: str, tier: str | None = None, allow_mas
             jobs = _extract_jobs(fetched, results, tuple(src.noise.disabled_rules), login)
             same: dict[str, tuple[str | None, str | None]] = {}
             new_texts: dict[str, tuple[str, str, bytes]] = {}
-            texts = _changed_texts(parallel_map(extract_one, jobs), known, same, new_texts)
+            min_chars = src.fetch.soft_404_min_chars
+            texts = _changed_texts(parallel_map(extract_one, jobs), known, same, new_texts, min_chars)
             extracted = staging.add_extracts(src.name, run_id, texts) + len(same)  # batch by batch, not kept
             not_found = _not_found_template(fetcher, targets, src) if extracted else None
         policy = src.fetch.lifecycle_rules()
@@ -174,6 +183,7 @@ def _changed_texts(
     known: dict[str, PageRow],
     same: dict[str, tuple[str | None, str | None]],
     new_texts: dict[str, tuple[str, str, bytes]],
+    min_chars: int,
 ) -> Iterator[tuple[str, str, str | None, str | None, str | None]]:
     """The extracts to stage: a text equal to the page's stored one is not staged (only its
     title and date are kept, in `same`); its batch reads the stored text back. A new text's
@@ -184,8 +194,10 @@ def _changed_texts(
         if e.error is None and k is not None and k.text_hash == text_hash:
             same[e.url] = (e.title, e.date)
             continue
-        if e.error is None:  # a sketch only where there is a last text to compare with
-            sketch = text_sketch(e.markdown) if is_live(k) else b""
+        if e.error is None:  # a sketch only where a last text is there to compare with, and the
+            # text is no error page (those are flagged, their text kept, whatever their number)
+            error_page = len(e.markdown) < min_chars or looks_soft_404(e.title, e.markdown, min_chars=min_chars)
+            sketch = text_sketch(e.markdown) if is_live(k) and not error_page else b""
             new_texts[e.url] = (text_shape(e.markdown), text_hash, sketch)
         yield e.url, e.markdown, e.title, e.date, e.error
 
@@ -194,7 +206,7 @@ def _turns(
     ctx: SourceContext, new_texts: dict[str, tuple[str, str, bytes]], known: dict[str, PageRow]
 ) -> dict[str, Turn]:
     """Each new text, and whether it is unlike its page's own last text (read by chunks)."""
-    had = [u for u in new_texts if is_live(known.get(u))]
+    had = [u for u, (_, _, sketch) in new_texts.items() if sketch]
     unlike = {
         url
         for url, last in ctx.store.pages.iter_markdown(ctx.name, had)

@@ -277,7 +277,8 @@ def test_another_port_of_the_sitemaps_host_is_out_of_scope(
         p = Pipeline(tmp_path, capsys, server)  # allowed_hosts: by default the sitemap's host and port
         run = p.run()
         port = neighbour.base_url.rsplit(":", 1)[1]
-        assert f"refused: host 127.0.0.1:{port} is not in" in run["error_pages"][normalize_url(foreign)]
+        (refused,) = [w for w in run["warnings"] if w.startswith("1 sitemap URLs refused, not fetched: ")]
+        assert f"refused: host 127.0.0.1:{port} is not in" in refused and run["errors"] == 0
         assert {r["url"] for r in p.index()} == {server.url(path) for path in html_pages(site)}
         assert neighbour.requests == []
 
@@ -301,12 +302,13 @@ def test_off_scope_hosts_are_refused_with_the_reason_in_the_errors(
         )
         p = Pipeline(tmp_path, capsys, server)  # allowed_hosts: by default the sitemap's host
         run = p.run()
-        assert run["errors"] == 2
-        assert "refused: host localhost:" in run["error_pages"][normalize_url(foreign)]
-        assert "refused: host 169.254.169.254" in run["error_pages"]["http://169.254.169.254/latest"]
+        assert run["errors"] == 0  # refused at discovery, said once
+        (refused,) = [w for w in run["warnings"] if w.startswith("2 sitemap URLs refused, not fetched: ")]
+        assert "refused: host localhost:" in refused and refused.endswith(" and 1 more")
         assert {r["url"] for r in p.index()} == {server.url(path) for path in html_pages(site)}
         assert not any(h.get("host", "").startswith("localhost") for _, _, h in server.requests)
 
         p.configure(fetch={"allowed_hosts": ["127.0.0.1", "169.254.169.254"]})  # a host, not an address
         run = p.run()
-        assert "is a cloud metadata address" in run["error_pages"]["http://169.254.169.254/latest"]
+        (refused,) = [w for w in run["warnings"] if w.startswith("1 sitemap URLs refused, not fetched: ")]
+        assert "is a cloud metadata address" in refused
