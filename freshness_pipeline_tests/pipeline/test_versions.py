@@ -73,13 +73,13 @@ def test_a_chunker_change_reindexes_every_section_once(dagster_home: Path) -> No
         assert tables(dagster_home) == {table_name("docs-v2"): 256}, "the old namespace must be dropped"
         assert "chunker" in fr.status()["last_run"]["reason"]
 
-        # A smaller token budget is a chunker change too, and it cuts every section in two.
+        # A smaller token budget is a chunker change too, and it cuts the sections into chunks.
         fr.configure(chunking={"token_budget": 40})
         smaller = fr.run()
         assert "chunker" in smaller["reindex_reason"] and "/40" in smaller["reindex_reason"], smaller
         records = fr.dump()
         assert_written_once(smaller, records)
-        assert len(records) > len(texts) and {r["chunk_index"] for r in records} == {0, 1}
+        assert len(records) > len(texts) and {0, 1} <= {r["chunk_index"] for r in records}
         assert smaller["embedded"] == len({r["content_hash"] for r in records})
         assert tables(dagster_home) == {table_name("docs-v3"): 256}
 
