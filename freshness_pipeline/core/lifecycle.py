@@ -49,6 +49,7 @@ __all__ = [
     "Held",
     "Turn",
     "apply_answers",
+    "drop_unlisted_candidates",
     "hold_mass_gone",
     "hold_mass_redirects",
     "hold_mass_rewrites",
@@ -254,7 +255,9 @@ def hold_mass_gone(
     an error, its row as it was, flagged and pending "gone". A page held so last run and
     gone again is confirmed: it goes, and is not counted."""
     limit = policy.max_gone_share
-    suspects = [u for u in decisions.gone if (k := known.get(u)) is None or k.pending != GONE]
+    rows = decisions.rows  # 404/410 this run counts (a page missing `missing_after` times is confirmed)
+    gone_now = [u for u in decisions.gone if rows[u].outcome == Outcome.GONE.value]
+    suspects = [u for u in gone_now if (k := known.get(u)) is None or k.pending != GONE]
     if allow or not _outage(len(suspects), fetched_live, limit, policy):
         return decisions, Held()
     why = (
@@ -279,6 +282,13 @@ def hold_mass_gone(
     return replace(decisions, rows=rows, errors=errors, flagged=flagged, gone=gone), Held(
         dict.fromkeys(suspects, GONE), why
     )
+
+
+def drop_unlisted_candidates(decisions: CrawlDecisions, known: Mapping[str, PageRow], listed: Set[str]) -> None:
+    """A candidate unlisted and unanswered this run was never a page: it goes, flag and all."""
+    for url, row in known.items():
+        if row.state == "candidate" and url not in listed and url not in decisions.rows:
+            decisions.rows[url] = replace(row, state="gone", flag=None, pending=None)
 
 
 class Ledger:

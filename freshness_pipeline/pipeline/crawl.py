@@ -26,6 +26,7 @@ from ..core.lifecycle import (
     CrawlRun,
     Ledger,
     Turn,
+    drop_unlisted_candidates,
     hold_mass_gone,
     hold_mass_redirects,
     hold_mass_rewrites,
@@ -147,8 +148,8 @@ def crawl(ctx: SourceContext, *, run_id: str, tier: str | None = None, allow_mas
         decided, mass_gone = hold_mass_gone(
             ledger.decisions, known, fetched_live=fetched_live, policy=policy, allow=allow_mass_gone
         )
-        report.warnings += [m for m in (rewrites.message, mass_gone.message) if m]
-        _report_decisions(report, decided)
+        drop_unlisted_candidates(decided, known, found.listed)
+        _report_decisions(report, decided, rewrites.message, mass_gone.message)
         _save_rows(ctx, report, known, decided.rows, now, run_id)
         report.crawled = len(results)
         report.outcomes = dict(Counter(r.outcome.value for r in results))
@@ -386,7 +387,8 @@ def _answers(
     return [Answer(r, extracted.get(r.url), last.get(r.url), r.url in login) for r in results]
 
 
-def _report_decisions(report: CrawlReport, decided: CrawlDecisions) -> None:
+def _report_decisions(report: CrawlReport, decided: CrawlDecisions, *held: str | None) -> None:
+    report.warnings += [m for m in held if m]  # each hold's one line
     report.gone, report.moves, report.errors = decided.gone, decided.moves, decided.errors
     report.flagged, report.skipped = decided.flagged, decided.skipped
     report.new_pages, report.changed_pages = decided.new_pages, decided.changed_pages

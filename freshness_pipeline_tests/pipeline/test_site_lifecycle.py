@@ -308,7 +308,7 @@ def test_off_scope_hosts_are_refused_with_the_reason_in_the_errors(
         assert {r["url"] for r in p.index()} == {server.url(path) for path in html_pages(site)}
         assert not any(h.get("host", "").startswith("localhost") for _, _, h in server.requests)
 
-        p.configure(fetch={"allowed_hosts": ["127.0.0.1", "169.254.169.254"]})  # a host, not an address
+        p.configure(fetch={"allowed_hosts": ["127.0.0.1", "localhost", "169.254.169.254"]})  # a host, not an address
         run = p.run()
         (refused,) = [w for w in run["warnings"] if w.startswith("1 sitemap URLs refused, not fetched: ")]
         assert "is a cloud metadata address" in refused
