@@ -81,7 +81,7 @@ def test_run_submit_goes_through_a_real_webserver_and_prints_the_runs_counts(
     site.publish(generate(3, sections_per_page=2, seed=9).markdown())
     env = {**os.environ, "PYTHONPATH": str(REPO), "DAGSTER_HOME": str(dagster_home), "FRESHNESS_SOURCES": str(sources)}
     with webserver(env, tmp_path / "webserver.log") as url:
-        assert "tier_cadence_sensor" in stop_sensors(url)  # no run of theirs beside the test's
+        stop_sensors(url)  # no run of theirs beside the test's (those that launch runs load stopped)
         with daemon(env, tmp_path / "daemon.log"):
             done = _cli(env, "run", "--submit", url, "--json")
             text = _cli({**env, "FRESHNESS_DAGSTER_URL": url}, "run")  # the variable instead of the option

@@ -129,7 +129,7 @@ def test_a_broken_sources_file_fails_the_tick(
 ) -> None:
     write_sources(sources, site.sitemap_url, tiers={"rules": [{"pattern": "(", "tier": "hot"}]})
     # Raised, not a SkipReason: the daemon records a failed (red) tick with this message.
-    with pytest.raises(ConfigError, match=r"source 'docs': tiers\.rules\[1\]\.pattern: not a valid regex") as err:
+    with pytest.raises(ConfigError, match=r"source 'docs': tiers\.rules\[0\]\.pattern: not a valid regex") as err:
         evaluate(sensor, instance)
     assert str(sources) in str(err.value)
 
