@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -134,17 +133,6 @@ def start_worker(env: dict[str, str], name: str, queues: tuple[str, ...], log: P
     # One `-q` with a comma-separated list: celery keeps only the last of several `-Q`.
     cmd += ["-q", ",".join(queues), "-n", name, "--", "--concurrency=1"]
     return subprocess.Popen(cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
-
-
-def stop_worker(proc: subprocess.Popen[bytes]) -> None:
-    """A warm shutdown of the worker's process group, then SIGKILL if it lingers."""
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(30)
 
 
 def wait_ready(log: Path, name: str, timeout: float = 120) -> None:

@@ -23,13 +23,13 @@ import pytest
 
 from freshness_pipeline.cli import main as cli_main
 from freshness_pipeline.demo.server import DocsSite
+from freshness_pipeline_tests.dagster_services import stop as stop_worker
 from freshness_pipeline_tests.deploy.conftest import (
     deployment_env,
     dump,
     records,
     start_deployment,
     start_worker,
-    stop_worker,
     wait_ready,
     workers_by_step,
     write_sources,

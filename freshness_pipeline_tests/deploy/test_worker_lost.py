@@ -22,12 +22,12 @@ import dagster as dg
 import pytest
 
 from freshness_pipeline.demo.server import DocsSite
+from freshness_pipeline_tests.dagster_services import stop as stop_worker
 from freshness_pipeline_tests.deploy.conftest import (
     deployment_env,
     dump,
     start_deployment,
     start_worker,
-    stop_worker,
     wait_ready,
     workers_by_step,
     write_sources,
