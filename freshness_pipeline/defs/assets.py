@@ -49,11 +49,12 @@ from .checks import (
 from .executors import CELERY_QUEUE_TAG, EMBEDDINGS_QUEUE, executor_tags
 from .metadata import ROW_COUNT, URI, index_uri, owners, table
 from .partitions import sources_partitions
-from .pools import EMBEDDINGS_POOL
 from .resources import FreshnessResource
 from .tags import ALLOW_SPIKE_TAG, TIER_TAG
 
 GROUP = "freshness"
+# vector_index's pool (the provider's rate limit): its limit is set on the instance (docs/deploy.md)
+EMBEDDINGS_POOL = "embeddings"
 
 log = logging.getLogger(__name__)
 

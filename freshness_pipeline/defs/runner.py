@@ -25,7 +25,6 @@ from ..config import ConfigError
 from ..pipeline.errors import Interrupted
 from .executors import EXECUTOR_ENV, executor_name
 from .partitions import sources_partitions
-from .pools import ensure_pools
 from .remote import URL_ENV
 from .run_summary import PARTITION_TAG, from_events, interrupted, outcome
 from .tags import run_tags
@@ -67,7 +66,6 @@ def run_refreshes(
             f"submit them to its webserver with `freshness run --submit URL` (or ${URL_ENV})"
         )
     instance = dg.DagsterInstance.get()
-    ensure_pools(instance)  # before these runs (and other commands' runs) race to make them
     partitions = str(sources_partitions.name)
     order = list(dict.fromkeys(sources))
     new = [s for s in order if not instance.has_dynamic_partition(partitions, s)]

@@ -8,9 +8,12 @@ import copy
 import json
 import random
 import shutil
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from subprocess import PIPE
 
 import dagster as dg
 import pytest
@@ -19,14 +22,14 @@ from sqlalchemy import create_engine, make_url, text
 
 from freshness_pipeline.adapters.state.store import StateStore, migrate
 from freshness_pipeline.cli import main
-from freshness_pipeline.defs import pools
-from freshness_pipeline.defs.pools import EMBEDDINGS_POOL, ensure_pools
+from freshness_pipeline.defs.assets import EMBEDDINGS_POOL
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.conftest import PG_ADMIN_URL
 from freshness_pipeline_tests.crash.child import error_file, refresh, texts_embedded
 from freshness_pipeline_tests.sitegen import Site, generate, paragraph
 
 REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
 
 
 @pytest.fixture
@@ -68,6 +71,8 @@ def postgres_home(tmp_path: Path, dagster_db: str, monkeypatch: pytest.MonkeyPat
         "DB": db.database,
     }.items():
         monkeypatch.setenv(f"DAGSTER_PG_{var}", str(value))
+    # docs/deploy.md's step: the `embeddings` pool's limit, set before any run claims it
+    subprocess.run([BIN / "dagster", "instance", "concurrency", "set", EMBEDDINGS_POOL, "1"], check=True)
     return home
 
 
@@ -167,26 +172,30 @@ def _at_once(sources: Path, home: Path, state_url: str, logs: list[Path]) -> lis
         return [f.result() for f in futures]
 
 
-def test_a_pool_limit_is_made_before_runs_race_to_make_it(
-    dagster_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_two_sources_start_together_on_postgres(
+    state_url: str, dagster_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Dagster makes a pool's limit row at the first claim of a step in it, and on Postgres
-    the second of two runs making it at once fails: its insert's key violation aborts the
-    transaction it then updates in (dagster-io/dagster#33552; the first `raises` below
-    shows the bug). `ensure_pools` makes the row before a command's runs start, and a
-    command that loses that race to another finds the row made and goes on."""
+    """Two `freshness run`s of two sources start at once on the Postgres instance and both
+    succeed. The `embeddings` pool's limit was set when the instance was made (docs/deploy.md,
+    `postgres_home`), so neither run makes its row: on Postgres the first claims of a pool
+    without a row race to make it, and the loser fails (dagster-io/dagster#33552, which the
+    last lines pin: Dagster making an existing row again fails)."""
     postgres_home(tmp_path, dagster_db, monkeypatch)
+    with DocsSite() as one, DocsSite() as two:
+        for i, site in enumerate((one, two)):
+            site.publish(generate(6, sections_per_page=3, seed=40 + i).markdown())
+        sources = tmp_path / "sources.yaml"
+        listed = [{"name": n, "sitemap": s.sitemap_url} for n, s in (("one", one), ("two", two))]
+        sources.write_text(yaml.safe_dump({"sources": listed, "embedder": {"provider": "hashing"}}))
+        cmd = [sys.executable, "-m", "freshness_pipeline.cli", "--sources", str(sources), "run", "--json"]
+        runs = [subprocess.Popen([*cmd, "--source", n], stdout=PIPE, stderr=PIPE, text=True) for n in ("one", "two")]
+        ended = [(run.communicate(timeout=300), run.returncode) for run in runs]
+    for (out, err), code in ended:
+        assert code == 0 and json.loads(out)["status"] == "success", (out, err)
     with dg.DagsterInstance.get() as instance:
-        limits = instance.event_log_storage.get_pool_limits
-        assert EMBEDDINGS_POOL not in {p.name for p in limits()}
-        ensure_pools(instance)
-        (made,) = [p for p in limits() if p.name == EMBEDDINGS_POOL]
-        assert (made.limit, made.from_default) == (1, True)  # dagster.postgres.yaml's default_limit
-        with pytest.raises(Exception, match="InFailedSqlTransaction"):  # Dagster's making it again
-            instance.event_log_storage.initialize_concurrency_limit_to_default(EMBEDDINGS_POOL)
-        ensure_pools(instance)  # made: nothing to do
-        # Another command made it after this one looked: this one's insert loses the race.
-        looks = iter([set(), {EMBEDDINGS_POOL}])
-        monkeypatch.setattr(pools, "_made", lambda _: next(looks))
-        ensure_pools(instance)
-        assert next(looks, None) is None  # it looked again, and found the row made
+        assert [r.status for r in instance.get_runs()] == [dg.DagsterRunStatus.SUCCESS] * 2
+        storage = instance.event_log_storage
+        (pool,) = [p for p in storage.get_pool_limits() if p.name == EMBEDDINGS_POOL]
+        assert (pool.limit, pool.from_default) == (1, False)  # as set, not made by a run
+        with pytest.raises(Exception, match="InFailedSqlTransaction"):
+            storage.initialize_concurrency_limit_to_default(EMBEDDINGS_POOL)

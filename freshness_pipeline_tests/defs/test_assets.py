@@ -14,9 +14,8 @@ import pytest
 import yaml
 
 from freshness_pipeline.core.noise import NORMALIZER_VERSION
-from freshness_pipeline.defs.assets import model_code_version, refresh_assets, store_kinds
+from freshness_pipeline.defs.assets import EMBEDDINGS_POOL, model_code_version, refresh_assets, store_kinds
 from freshness_pipeline.defs.definitions import defs
-from freshness_pipeline.defs.pools import EMBEDDINGS_POOL
 from freshness_pipeline.defs.resources import FreshnessResource
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.defs.harness import SOURCE

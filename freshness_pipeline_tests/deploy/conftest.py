@@ -120,7 +120,9 @@ def deployment_env(tmp: Path, dagster_db: str, state_db: str, broker: dict[str, 
 
 def start_deployment(stack: ExitStack, env: dict[str, str], tmp: Path) -> None:
     """The deployment's webserver (its sensors stopped: the test's runs are the only ones)
-    and daemon; `freshness run` submits to the webserver (`FRESHNESS_DAGSTER_URL`)."""
+    and daemon, after docs/deploy.md's step that sets the `embeddings` pool's limit;
+    `freshness run` submits to the webserver (`FRESHNESS_DAGSTER_URL`)."""
+    subprocess.run([BIN / "dagster", "instance", "concurrency", "set", "embeddings", "1"], env=env, check=True)
     url = stack.enter_context(webserver(env, tmp / "webserver.log"))
     stop_sensors(url)
     stack.enter_context(daemon(env, tmp / "daemon.log"))
