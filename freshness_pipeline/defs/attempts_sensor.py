@@ -34,4 +34,4 @@ def failed_refresh_attempts(context: dg.RunFailureSensorContext, freshness: Fres
     settings = freshness.settings()
     if source is None or source not in {s.name for s in settings.sources} or not is_refresh(run):
         return  # a run over several partitions (a backfill's), of a source no longer listed, of checks only
-    record_attempt(settings, source, summarize(context.instance, run.run_id))
+    record_attempt(settings, source, summarize(context))

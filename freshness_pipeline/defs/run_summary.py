@@ -28,9 +28,12 @@ if TYPE_CHECKING:  # the type of Dagster's error records; not part of its public
 
 SHOWN_ERRORS = 20
 PARTITION_TAG = "dagster/partition"
+SUMMARIZED = ("fetched_pages", "section_manifest", "vector_index")  # the assets `outcome` reads
 # The error of the steps and the run that Dagster ends because a SIGINT (or SIGTERM) reached
 # the process executing them: in-process, this command's own Ctrl-C.
 INTERRUPTED = dg.DagsterExecutionInterruptedError.__name__
+# The error of a step whose blocking check failed with ERROR (a class Dagster does not export).
+CHECK_FAILED = "DagsterAssetCheckFailedError"
 
 
 @dataclass(frozen=True)
@@ -127,12 +130,28 @@ def from_events(run: dg.DagsterRun, events: Iterable[dg.DagsterEvent]) -> RunFac
     return facts
 
 
-def summarize(instance: dg.DagsterInstance, run_id: str) -> dict[str, Any]:
-    """`outcome` of a run read from the instance's event log (the failure sensor's runs)."""
-    run = instance.get_run_by_id(run_id)
-    assert run is not None
-    entries = (r.event_log_entry for r in instance.get_records_for_run(run_id).records)
-    return outcome(from_events(run, (e.dagster_event for e in entries if e.dagster_event is not None)))
+def summarize(context: dg.RunFailureSensorContext) -> dict[str, Any]:
+    """`outcome` of the failed run of a run failure sensor's `context`: its step and run
+    failures from the context, its materializations from the instance (its partition's since
+    the run was made). A blocking check that failed is its step's error (the checks' own
+    evaluations have no public read)."""
+    run, instance = context.dagster_run, context.instance
+    record, source = instance.get_run_record_by_id(run.run_id), run.tags.get(PARTITION_TAG)
+    since = record.create_timestamp.timestamp() if record is not None else None
+    materialized = []
+    for key in SUMMARIZED if source is not None else ():
+        where = dg.AssetRecordsFilter(dg.AssetKey(key), asset_partitions=[str(source)], after_timestamp=since)
+        found = instance.fetch_materializations(where, limit=10).records
+        materialized += [r.event_log_entry.dagster_event for r in found if r.run_id == run.run_id]
+    failures = context.get_step_failure_events()
+    facts = from_events(run, [e for e in [*materialized, *failures, context.failure_event] if e is not None])
+    for e in failures:
+        error = e.step_failure_data.error
+        if error is not None and error.cls_name == CHECK_FAILED:
+            # Dagster's message: a first line, then "asset: check,check" per asset
+            names = (n for line in error.message.splitlines()[1:] for n in line.split(": ", 1)[-1].split(","))
+            facts.checks += [Check(name.strip(), "ERROR", False, None, True) for name in names]
+    return outcome(facts)
 
 
 def interrupted(events: Iterable[dg.DagsterEvent]) -> bool:

@@ -1,20 +1,17 @@
-"""docs/dagster.md lists every `DagsterInstance` method outside Dagster's public API that the
-package calls, with the public feature Dagster lacks; this holds the list to the code, both
-ways: a new non-public call fails until it is listed, a listed call no longer made fails
-until it leaves the list."""
+"""The package calls no `DagsterInstance` method outside Dagster's public API (`@public`) and
+overrides no non-public method of a Dagster class but the documented resource lifecycle hook
+(docs/dagster.md)."""
 
 from __future__ import annotations
 
 import ast
 import inspect
-import re
 from pathlib import Path
 
 import dagster as dg
 from dagster._annotations import is_public  # the marker Dagster's `@public` sets: the test reads it
 
 PACKAGE = Path(__file__).resolve().parents[2] / "freshness_pipeline"
-DOCS = PACKAGE.parent / "docs" / "dagster.md"
 
 
 def _instance_attributes() -> dict[str, set[str]]:
@@ -45,29 +42,12 @@ def _non_public(names: dict[str, set[str]]) -> set[str]:
     return out
 
 
-def _listed() -> set[str]:
-    """The "non-public call" column of that table: its first backticked name in each row."""
-    lines = DOCS.read_text().splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("|") and "non-public call" in line)
-    rows = []
-    for line in lines[start + 2 :]:  # after the header and its rule
-        if not line.startswith("|"):
-            break
-        rows.append(line)
-    return {m.group(1) for row in rows if (m := re.match(r"\| [^|]+ \| `(\w+)[`.]", row))}
-
-
-def test_every_non_public_instance_call_is_listed_in_docs_dagster_md() -> None:
+def test_no_non_public_instance_method_is_called() -> None:
     used = _instance_attributes()
     assert {"get_run_by_id", "add_dynamic_partitions"} <= set(used)  # the scan finds the calls it must
-    non_public = _non_public(used)
-    assert "get_run_by_id" not in non_public and "launch_run" in _non_public({"launch_run": set()})  # the marker
-    # The run-management calls this project once made have no reason left to come back.
-    assert not {"launch_run", "report_run_failed", "get_daemon_heartbeats", "run_launcher"} & set(used)
-    listed = _listed()
-    unlisted = {n: sorted(used[n]) for n in non_public - listed}
-    assert not unlisted, f"non-public DagsterInstance calls missing from docs/dagster.md: {unlisted}"
-    assert listed <= non_public, f"docs/dagster.md lists calls the package no longer makes: {listed - non_public}"
+    assert "launch_run" in _non_public({"launch_run": set()})  # the marker tells them apart
+    non_public = {n: sorted(used[n]) for n in _non_public(used)}
+    assert not non_public, f"non-public DagsterInstance calls: {non_public}"
 
 
 # Dagster's documented resource lifecycle hook ("Lifecycle hooks" of its resources guide),

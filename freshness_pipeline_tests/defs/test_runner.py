@@ -18,7 +18,7 @@ from freshness_pipeline.defs.run_summary import summarize
 from freshness_pipeline.defs.runner import run_refresh
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.dagster_services import daemon, stop_sensors, webserver
-from freshness_pipeline_tests.defs.harness import SOURCE
+from freshness_pipeline_tests.defs.harness import SOURCE, failure_context
 from freshness_pipeline_tests.sitegen import generate
 
 REPO = Path(__file__).resolve().parents[2]
@@ -64,7 +64,7 @@ def test_a_run_that_fails_outside_its_steps_reports_the_cause(instance: dg.Dagst
     """Dagster's run failure says "An exception was thrown during execution"; the cause is in
     the failure event's error chain (a resource that did not start, a lost Celery worker)."""
     result = dg.materialize([_needs_broker], resources={"broker": _Broker()}, instance=instance, raise_on_error=False)
-    outcome = summarize(instance, result.run_id)
+    outcome = summarize(failure_context(instance, result))
     assert outcome["status"] == "failure"
     assert outcome["message"] == "ConnectionError: broker at 127.0.0.1:9 refused the connection"
 

@@ -24,7 +24,13 @@ def main() -> None:
         result = dg.execute_job(
             dg.reconstructable(refresh_job), instance=instance, tags={"dagster/partition": "docs"}, raise_on_error=False
         )
-        print(json.dumps(summarize(instance, result.run_id)))
+        run = instance.get_run_by_id(result.run_id)
+        assert run is not None
+        failure = next(e for e in result.all_events if e.event_type == dg.DagsterEventType.RUN_FAILURE)
+        context = dg.build_run_status_sensor_context(
+            sensor_name="failure", dagster_instance=instance, dagster_run=run, dagster_event=failure
+        )
+        print(json.dumps(summarize(context.for_run_failure())))  # as the run failure sensor sees it
 
 
 if __name__ == "__main__":
