@@ -16,7 +16,7 @@ from freshness_pipeline.adapters.state.store import StateStore
 from freshness_pipeline.cli import main
 from freshness_pipeline.config import load_settings
 from freshness_pipeline.core.embedding_models import DEFAULT_BACKEND, MODELS
-from freshness_pipeline.defs.assets import model_code_version
+from freshness_pipeline.defs.assets import model_code_version, settings_at_load
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline.pipeline.context import versions_for
 from freshness_pipeline.pipeline.search import weak_threshold
@@ -55,7 +55,7 @@ def test_versions_code_version_and_embedder_agree(
     # A local model's id carries its backend (the default, ONNX int8): a backend change re-indexes.
     name = f"{model}+{DEFAULT_BACKEND}" if provider == "local" else model or f"hashing-v1-{dims}"
     assert (v.model, v.dims) == (name, dims)
-    assert model_code_version() == f"{name}/{dims}"
+    assert model_code_version(settings_at_load()) == f"{name}/{dims}"
     built = make_embedder(settings.embedder)  # the local model is not loaded by this
     assert (built.model, built.dimensions) == (name, dims)
     assert weak_threshold(settings) == (0.25 if model == "all-MiniLM-L6-v2" else None)

@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Literal
+from typing import Any
 
 import dagster as dg
 
@@ -55,16 +55,13 @@ from .tags import ALLOW_SPIKE_TAG, TIER_TAG
 GROUP = "freshness"
 # vector_index's pool (the provider's rate limit): its limit is set on the instance (docs/deploy.md)
 EMBEDDINGS_POOL = "embeddings"
-
-log = logging.getLogger(__name__)
-
-
-_warned: set[str] = set()
-
 REVIEW_SHOWN = 50  # pages per kind in the metadata
 
+log = logging.getLogger(__name__)
+_warned: set[str] = set()
 
-def _settings_at_load() -> Settings | None:
+
+def settings_at_load() -> Settings | None:
     """The sources file as the code location loads; a missing or invalid file, or one with
     no source, gives None and says (once) what vector_index falls back to."""
     try:
@@ -80,39 +77,34 @@ def _settings_at_load() -> Settings | None:
     return None
 
 
-# The decorator values below come from one read of the sources file when the code
-# location loads (each read validates the whole file); called without it, they read it now.
-ReadNow = Literal["read-now"]
-READ_NOW: ReadNow = "read-now"
-
-
-def _now(settings: Settings | None | ReadNow) -> Settings | None:
-    return _settings_at_load() if isinstance(settings, str) else settings
-
-
-def model_code_version(settings: Settings | None | ReadNow = READ_NOW) -> str:
+def model_code_version(settings: Settings | None) -> str:
     """The embedding model and dimensions the sources file selects; `model-unknown` without one."""
-    settings = _now(settings)
     if settings is None:
         return "model-unknown"
     v = versions_for(settings, settings.sources[0])  # the embedder is shared by all sources
     return f"{v.model}/{v.dims}"
 
 
-def store_kinds(settings: Settings | None | ReadNow = READ_NOW) -> set[str]:
+def store_kinds(settings: Settings | None) -> set[str]:
     """The configured vector store, as the asset's kind (the default, lancedb, without a file)."""
-    settings = _now(settings)
     return {settings.vector_store.provider if settings else "lancedb"}
 
 
-def catalog_owners(settings: Settings | None | ReadNow = READ_NOW) -> list[str]:
-    """The assets' owners: `owners:` of the sources file, else the pipeline's team."""
-    return owners(_now(settings))
+# The decorator values below come from one read of the sources file when the code location
+# loads (each read validates the whole file); metrics_assets.py reuses it.
+SETTINGS_AT_LOAD = settings_at_load()
 
 
-def stage_tags(stage: str) -> dict[str, str]:
-    """Catalog tags beside the kinds: the pipeline and the asset's stage in it."""
-    return {"pipeline": "freshness", "stage": stage}
+def freshness_asset(stage: str, **kwargs: Any) -> Any:
+    """`dg.asset` for a stage of the pipeline: partitioned by source, in the `freshness` group,
+    owned as the sources file says, tagged with the pipeline and the stage."""
+    return dg.asset(
+        partitions_def=sources_partitions,
+        group_name=GROUP,
+        owners=owners(SETTINGS_AT_LOAD),
+        tags={"pipeline": "freshness", "stage": stage},
+        **kwargs,
+    )
 
 
 @contextmanager
@@ -125,16 +117,9 @@ def _one_line_failure() -> Iterator[None]:
         raise dg.Failure(description=str(exc), allow_retries=False) from exc
 
 
-# Read once per code-location load; metrics_assets.py reuses it.
-SETTINGS_AT_LOAD = _settings_at_load()
-
-
-@dg.asset(
-    partitions_def=sources_partitions,
-    group_name=GROUP,
+@freshness_asset(
+    "fetch",
     kinds={"python", "http"},
-    owners=catalog_owners(SETTINGS_AT_LOAD),
-    tags=stage_tags("fetch"),
     code_version="fetch-1",
     check_specs=[FLAGGED_PAGES, PAGES_NOT_CHECKED],
     description="Every page of the source fetched (conditionally) and extracted to text. "
@@ -181,12 +166,9 @@ def fetched_pages(
     yield pages_not_checked(report)
 
 
-@dg.asset(
-    partitions_def=sources_partitions,
-    group_name=GROUP,
+@freshness_asset(
+    "sections",
     kinds={"python"},
-    owners=catalog_owners(SETTINGS_AT_LOAD),
-    tags=stage_tags("sections"),
     code_version=f"normalizer-{NORMALIZER_VERSION}+chunker-{CHUNKER_VERSION}",
     description="Sections (URL + heading path keys) of every page whose text may have changed, "
     "staged for diff_plan (the manifest itself changes only in vector_index's commit).",
@@ -215,12 +197,9 @@ def section_manifest(
     )
 
 
-@dg.asset(
-    partitions_def=sources_partitions,
-    group_name=GROUP,
+@freshness_asset(
+    "plan",
     kinds={"python"},
-    owners=catalog_owners(SETTINGS_AT_LOAD),
-    tags=stage_tags("plan"),
     code_version="plan-1",
     check_specs=[STALE_SHARE, CHANGE_SPIKE],
     description="New / changed / moved / unchanged / removed sections against the manifest. "
@@ -252,12 +231,9 @@ def diff_plan(
     yield from checks
 
 
-@dg.asset(
-    partitions_def=sources_partitions,
-    group_name=GROUP,
+@freshness_asset(
+    "index",
     kinds=store_kinds(SETTINGS_AT_LOAD),
-    owners=catalog_owners(SETTINGS_AT_LOAD),
-    tags=stage_tags("index"),
     code_version=f"index-1+{model_code_version(SETTINGS_AT_LOAD)}",
     pool=EMBEDDINGS_POOL,
     op_tags={CELERY_QUEUE_TAG: EMBEDDINGS_QUEUE},  # under the celery executor: the embedding workers
@@ -312,3 +288,9 @@ refresh_job = dg.define_asset_job(
     "tier's pages only; `freshness/allow-spike=true` lets a reviewed change spike through.",
     tags=executor_tags(),
 )
+
+
+def is_refresh(run: dg.DagsterRun) -> bool:
+    """A run of the refresh job, or one materializing its assets (the UI's, a backfill's); not
+    a run of checks only (`source_fresh`'s)."""
+    return run.job_name == refresh_job.name or any(a.key in (run.asset_selection or ()) for a in refresh_assets)

@@ -8,18 +8,10 @@ from __future__ import annotations
 import dagster as dg
 
 from ..pipeline.attempts import record_attempt
-from .assets import refresh_assets, refresh_job
+from .assets import is_refresh
 from .resources import FreshnessResource
 from .run_summary import summarize
-
-PARTITION_TAG = "dagster/partition"
-REFRESH_KEYS = {key for a in refresh_assets for key in a.keys}
-
-
-def is_refresh(run: dg.DagsterRun) -> bool:
-    """A run of the refresh job, or one materializing its assets (the UI's, a backfill's); not
-    a run of checks only (`source_fresh`'s)."""
-    return run.job_name == refresh_job.name or bool(REFRESH_KEYS & set(run.asset_selection or ()))
+from .tags import PARTITION_TAG
 
 
 @dg.run_failure_sensor(

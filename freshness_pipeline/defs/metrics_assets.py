@@ -13,10 +13,9 @@ from ..pipeline.history import history_values
 from ..pipeline.indexing import IndexReport
 from ..pipeline.metrics import after_run
 from ..pipeline.planning import PlanReport
-from .assets import SETTINGS_AT_LOAD, catalog_owners, stage_tags
+from .assets import freshness_asset
 from .checks import FRESHNESS_ALERT, freshness_alert
 from .metadata import table
-from .partitions import sources_partitions
 from .resources import FreshnessResource
 
 
@@ -24,22 +23,9 @@ def _float(value: float) -> dg.FloatMetadataValue:
     return dg.MetadataValue.float(round(float(value), 4))
 
 
-def history_table(rows: list[dict[str, Any]]) -> dg.TableMetadataValue:
-    """The `history` table: the state store's latest measurements as people read them."""
-    return table(history_values(rows), HISTORY)
-
-
-def golden_table(rows: list[dict[str, Any]]) -> dg.TableMetadataValue:
-    """The `golden` table: one row per golden query, its rank None when it was not found."""
-    return table(rows, GOLDEN)
-
-
-@dg.asset(
-    partitions_def=sources_partitions,
-    group_name="freshness",
+@freshness_asset(
+    "metrics",
     kinds={"python"},
-    owners=catalog_owners(SETTINGS_AT_LOAD),
-    tags=stage_tags("metrics"),
     code_version="metrics-1",
     check_specs=[FRESHNESS_ALERT],
     description="Freshness score, stale share, content age, embedding lag, golden-set hits; "
@@ -53,7 +39,7 @@ def freshness_metrics(
 ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
     with freshness.open(context.partition_key) as ctx:
         out = after_run(ctx, stale_share=diff_plan.stale_share, run_id=context.run.run_id)
-        history = history_table(ctx.store.metrics.history(ctx.name))
+        history = table(history_values(ctx.store.metrics.history(ctx.name)), HISTORY)
         alert = freshness_alert(out.report, ctx.source.checks)
     r = out.report
     context.log.info(f"{r.source}: {vector_index.line()}")
@@ -84,7 +70,7 @@ def freshness_metrics(
             "hit_at_1": _float(out.golden.score.hit_at_1),
             "hit_at_5": _float(out.golden.score.hit_at_5),
             "mrr": _float(out.golden.score.mrr),
-            "golden": golden_table(out.golden.rows()),
+            "golden": table(out.golden.rows(), GOLDEN),  # its rank None where not found
         }
     yield dg.MaterializeResult(metadata=metadata)
     yield alert

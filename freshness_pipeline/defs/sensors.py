@@ -33,13 +33,12 @@ from ..core.backoff import retry_wait
 from ..core.cadence import Due, due, intervals
 from ..core.tiers import TIERS
 from ..pipeline.context import versions_for
-from .assets import fetched_pages, refresh_job
+from .assets import is_refresh, refresh_job
 from .automation import launching_sensors_status
 from .partitions import SOURCES, sources_partitions
 from .resources import FreshnessResource
-from .tags import TIER_TAG
+from .tags import PARTITION_TAG, TIER_TAG
 
-PARTITION_TAG = "dagster/partition"
 REINDEX_TAG = "freshness/reindex"
 RUN_LOOKBACK = 100  # recent runs per source searched for untagged runs and runs in flight
 
@@ -62,10 +61,6 @@ def sources_partitions_sensor(
     if not new:
         return dg.SkipReason("every source has its partition")
     return dg.SensorResult(dynamic_partitions_requests=[sources_partitions.build_add_request(new)])
-
-
-def _is_refresh(run: dg.DagsterRun) -> bool:
-    return run.job_name == refresh_job.name or fetched_pages.key in (run.asset_selection or ())
 
 
 @dataclass(slots=True)
@@ -98,7 +93,7 @@ def _last_runs(instance: dg.DagsterInstance, source: str) -> _Runs:
     for runs_filter, limit in queries:
         for r in instance.get_run_records(runs_filter, limit=limit):
             run = r.dagster_run
-            if run.run_id in seen or not _is_refresh(run):
+            if run.run_id in seen or not is_refresh(run):
                 continue
             seen.add(run.run_id)
             started = r.create_timestamp.timestamp()

@@ -1,5 +1,6 @@
 """The run tags that the assets read and `freshness run` sets."""
 
+PARTITION_TAG = "dagster/partition"  # Dagster's own: a run's partition (the source)
 TIER_TAG = "freshness/tier"
 ALLOW_SPIKE_TAG = "freshness/allow-spike"  # an operator's override, recorded in the run's tags
 

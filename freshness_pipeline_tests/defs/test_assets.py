@@ -14,7 +14,13 @@ import pytest
 import yaml
 
 from freshness_pipeline.core.noise import NORMALIZER_VERSION
-from freshness_pipeline.defs.assets import EMBEDDINGS_POOL, model_code_version, refresh_assets, store_kinds
+from freshness_pipeline.defs.assets import (
+    EMBEDDINGS_POOL,
+    model_code_version,
+    refresh_assets,
+    settings_at_load,
+    store_kinds,
+)
 from freshness_pipeline.defs.definitions import defs
 from freshness_pipeline.defs.resources import FreshnessResource
 from freshness_pipeline.demo.server import DocsSite
@@ -119,10 +125,10 @@ def test_definitions_load_with_checks_pool_and_versions() -> None:
 def test_model_version_from_the_sources_file(
     sources: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    assert model_code_version() == "hashing-v1-256/256"
+    assert model_code_version(settings_at_load()) == "hashing-v1-256/256"
     monkeypatch.setenv("FRESHNESS_SOURCES", str(sources.parent / "missing.yaml"))
     with caplog.at_level(logging.WARNING):
-        assert model_code_version() == "model-unknown"
+        assert model_code_version(settings_at_load()) == "model-unknown"
     assert "sources file not found" in caplog.text
 
 
@@ -133,11 +139,11 @@ def test_the_job_and_the_sensors_are_described() -> None:
 
 
 def test_kinds_follow_the_sources_file(sources: Path, site: DocsSite) -> None:
-    assert store_kinds() == {"lancedb"}
+    assert store_kinds(settings_at_load()) == {"lancedb"}
     data = yaml.safe_load(sources.read_text())
     data["vector_store"] = {"provider": "pinecone", "host": "http://127.0.0.1:9"}
     sources.write_text(yaml.safe_dump(data))
-    assert store_kinds() == {"pinecone"}
+    assert store_kinds(settings_at_load()) == {"pinecone"}
 
 
 def test_loading_the_code_location_reads_the_sources_file_once(sources: Path) -> None:

@@ -29,12 +29,13 @@ def test_every_asset_has_owners_and_tags(sources: Path) -> None:
 
 
 def test_owners_come_from_the_sources_file(sources: Path) -> None:
-    from freshness_pipeline.defs.assets import catalog_owners
+    from freshness_pipeline.defs.assets import settings_at_load
+    from freshness_pipeline.defs.metadata import owners
 
     data = yaml.safe_load(sources.read_text())
     data["owners"] = ["team:docs-search", "ana@example.com"]
     sources.write_text(yaml.safe_dump(data))
-    assert catalog_owners() == ["team:docs-search", "ana@example.com"]
+    assert owners(settings_at_load()) == ["team:docs-search", "ana@example.com"]
 
 
 def test_sensor_descriptions_have_no_backticks() -> None:
