@@ -66,7 +66,7 @@ SourcesFile = Annotated[
         help="sources file (default $FRESHNESS_SOURCES, else sources.yaml); before or after the command",
     ),
 ]
-Only = Annotated[str | None, typer.Option("--source", metavar="NAME", help="only this source")]
+Only = Annotated[str | None, typer.Option("--source", metavar="NAME", help="only this source (default: every source)")]
 
 
 class Tier(StrEnum):
@@ -182,10 +182,7 @@ class DumpFormat(StrEnum):
 )
 def dump(
     ctx: typer.Context,
-    source: Annotated[
-        str | None,
-        typer.Option("--source", metavar="NAME", help="only this source's records (default: every source)"),
-    ] = None,
+    source: Only = None,
     fmt: Annotated[DumpFormat, typer.Option("--format", help="jsonl: the records; parquet, csv: the manifest")] = (
         DumpFormat.jsonl
     ),
@@ -207,15 +204,9 @@ def dump(
     return 0
 
 
-def _query(text: str) -> str:
+def _not_empty(text: str) -> str:
     if not text.strip():
-        raise typer.BadParameter("must not be empty: say what to search for")
-    return text
-
-
-def _key(text: str) -> str:
-    if not text.strip():
-        raise typer.BadParameter("must not be empty: pass a key from a search result or a citation")
+        raise typer.BadParameter("must not be empty")
     return text
 
 
@@ -234,12 +225,11 @@ def _days(value: float) -> float:
 @app.command(cls=_Command, help="top sections for a query")
 def search(
     ctx: typer.Context,
-    query: Annotated[str, typer.Argument(metavar="QUERY", help="the question, in words (not empty)", callback=_query)],
+    query: Annotated[
+        str, typer.Argument(metavar="QUERY", help="the question, in words (not empty)", callback=_not_empty)
+    ],
     k: Annotated[int, typer.Option("-k", metavar="N", help="results to return (at least 1)", callback=_positive)] = 5,
-    source: Annotated[
-        str | None,
-        typer.Option("--source", metavar="NAME", help="search only this source (default: every source)"),
-    ] = None,
+    source: Only = None,
     as_json: Annotated[bool, _json("the results as one JSON list")] = False,
     explain: Annotated[
         bool, typer.Option("--explain", help="say which part (vector, full-text or both) found each result")
@@ -288,13 +278,12 @@ def resolve(
     key: Annotated[
         str,
         typer.Argument(
-            metavar="KEY", help="a section key, as search results and citations give it (not empty)", callback=_key
+            metavar="KEY",
+            help="a section key, as search results and citations give it (not empty)",
+            callback=_not_empty,
         ),
     ],
-    source: Annotated[
-        str | None,
-        typer.Option("--source", metavar="NAME", help="look only in this source (default: every source, in order)"),
-    ] = None,
+    source: Only = None,
     as_json: Annotated[bool, _json("the section as one JSON object")] = False,
     sources: SourcesFile = None,
 ) -> int:
