@@ -11,10 +11,5 @@ from dagster_celery.tasks import create_task
 
 from .executors import celery_settings
 
-_settings = celery_settings()
-app = make_app(
-    CeleryExecutor.for_cli(
-        broker=_settings.broker, backend=_settings.backend, config_source=_settings.config_source
-    ).app_args()
-)
+app = make_app(CeleryExecutor.for_cli(**celery_settings()).app_args())
 execute_plan = create_task(app)

@@ -1,32 +1,13 @@
-"""The executor the code location runs its jobs with, chosen by `FRESHNESS_EXECUTOR`.
-
-- `in_process` (unset: the default): Dagster's `in_process_executor`, every step of a run
-  inside its run worker. A refresh is a chain of five steps, each waiting for the one
-  before; a process per step would import Dagster and load the code location five times
-  more (7.3-7.7 s of a quiet 150-page sensor run against 0.8-0.9 s, docs/benchmarks.md). The
-  `embeddings` pool holds in-process too.
-- `multiprocess`: Dagster's default executor (a process per step; `execution: {config:
-  {in_process: {}}}` in a run's config keeps that run in one process).
-- `celery`: `dagster_celery.celery_executor`. Each step is a Celery task; `vector_index`
-  carries the op tag `dagster-celery/queue: embeddings`, so only the workers started on that
-  queue embed (size that pool to the provider's rate limit).
-
-The Celery settings come from the environment only, and the runs (`refresh_executor`) and
-the workers (`celery_app`, started with `dagster-celery worker start -A
-freshness_pipeline.defs.celery_app`) build them with the same `celery_settings`, so the
-broker is one setting: `FRESHNESS_CELERY_BROKER`.
-
-A step's task is acknowledged when it finishes, not on receipt, and a worker that dies
-while running it gives it back: RabbitMQ requeues it as soon as the worker's connection
-drops; Redis once `FRESHNESS_CELERY_VISIBILITY_TIMEOUT` seconds passed since the delivery,
-which must therefore be longer than the slowest step (a step still running then is
-delivered a second time; the source's lock in the state store keeps the two apart).
-"""
+"""The executor the code location runs its jobs with, chosen by `FRESHNESS_EXECUTOR`:
+`in_process` (the default: every step in its run's process, docs/benchmarks.md),
+`multiprocess` (Dagster's default: a process per step) or `celery`
+(`dagster_celery.celery_executor`, `vector_index` on the `embeddings` queue). The runs and
+the workers (`celery_app.py`) build the Celery settings with the same `celery_settings`,
+from the environment only (docs/deploy.md says what each setting does)."""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -49,18 +30,6 @@ REDIS_SCHEMES = ("redis", "rediss")
 AMQP_SCHEMES = ("amqp", "amqps", "pyamqp")
 # dagster-celery's own transport options: `config_source` replaces the key, so keep them.
 DAGSTER_CELERY_TRANSPORT = {"max_retries": 3, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
-
-
-@dataclass(frozen=True)
-class CelerySettings:
-    """What `dagster_celery.celery_executor` takes, for the runs and the workers alike."""
-
-    broker: str
-    backend: str
-    config_source: dict[str, Any] = field(default_factory=dict)
-
-    def executor_config(self) -> dict[str, Any]:
-        return {"broker": self.broker, "backend": self.backend, "config_source": self.config_source}
 
 
 def executor_name() -> str:
@@ -86,8 +55,9 @@ def _seconds(var: str, default: int) -> int:
     return int(raw)
 
 
-def celery_settings() -> CelerySettings:
-    """The broker from `FRESHNESS_CELERY_BROKER` (Redis or RabbitMQ); the result backend from
+def celery_settings() -> dict[str, Any]:
+    """`dagster_celery.celery_executor`'s config, for the runs and the workers alike: the
+    broker from `FRESHNESS_CELERY_BROKER` (Redis or RabbitMQ); the result backend from
     `FRESHNESS_CELERY_BACKEND`, else the broker itself for Redis and `rpc://` (results as AMQP
     messages) for RabbitMQ, which is no result backend of its own."""
     broker = os.environ.get(BROKER_ENV) or DEFAULT_BROKER
@@ -116,7 +86,7 @@ def celery_settings() -> CelerySettings:
         transport["global_keyprefix"] = prefix
         if urlsplit(backend).scheme in REDIS_SCHEMES:
             conf["result_backend_transport_options"] = {"global_keyprefix": prefix}
-    return CelerySettings(broker=broker, backend=backend, config_source=conf)
+    return {"broker": broker, "backend": backend, "config_source": conf}
 
 
 def shown_url(url: str) -> str:
@@ -131,7 +101,7 @@ def shown_url(url: str) -> str:
 def executor_tags() -> dict[str, str]:
     """The tags of the refresh job's runs: under the Celery executor, its broker, so that a run
     the broker refused names it (`run_summary.py`)."""
-    return {BROKER_TAG: shown_url(celery_settings().broker)} if executor_name() == "celery" else {}
+    return {BROKER_TAG: shown_url(celery_settings()["broker"])} if executor_name() == "celery" else {}
 
 
 def refresh_executor() -> dg.ExecutorDefinition | None:
@@ -144,4 +114,4 @@ def refresh_executor() -> dg.ExecutorDefinition | None:
     require_extra("celery", f"${EXECUTOR_ENV}=celery")
     from dagster_celery import celery_executor
 
-    return celery_executor.configured(celery_settings().executor_config())
+    return celery_executor.configured(celery_settings())

@@ -40,17 +40,17 @@ def test_rabbitmq_gets_a_result_backend_celery_knows(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("FRESHNESS_CELERY_BROKER", "pyamqp://guest:guest@127.0.0.1:5672//")
     monkeypatch.delenv("FRESHNESS_CELERY_BACKEND", raising=False)
     settings = celery_settings()
-    assert settings.broker == "pyamqp://guest:guest@127.0.0.1:5672//" and settings.backend == "rpc://"
-    backend, _ = by_url(settings.backend)
-    assert backend(app=Celery(broker=settings.broker)) is not None  # importable and constructible
-    assert "visibility_timeout" not in settings.config_source["broker_transport_options"]
+    assert settings["broker"] == "pyamqp://guest:guest@127.0.0.1:5672//" and settings["backend"] == "rpc://"
+    backend, _ = by_url(settings["backend"])
+    assert backend(app=Celery(broker=settings["broker"])) is not None  # importable and constructible
+    assert "visibility_timeout" not in settings["config_source"]["broker_transport_options"]
 
 
 def test_a_lost_step_goes_back_to_the_broker(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FRESHNESS_CELERY_BROKER", "redis://127.0.0.1:6379/3")
     monkeypatch.setenv("FRESHNESS_CELERY_VISIBILITY_TIMEOUT", "120")
     monkeypatch.setenv("FRESHNESS_CELERY_KEY_PREFIX", "mine:")
-    conf = celery_settings().config_source
+    conf = celery_settings()["config_source"]
     assert conf["task_acks_late"] and conf["task_reject_on_worker_lost"] and conf["worker_prefetch_multiplier"] == 1
     transport = conf["broker_transport_options"]
     assert (transport["visibility_timeout"], transport["unacked_restore_interval"]) == (120, 10)
