@@ -1,27 +1,8 @@
-"""Asset checks, per source partition. Thresholds come from each source's `checks:`.
-
-- `diff_plan` / `stale_share`: the drift this run found before its commit, as information
-  (it passes: the same run's vector_index rewrites those sections); above `stale_warn` /
-  `stale_error` its description says the cadence let that much drift build up.
-- `diff_plan` / `change_spike` (blocking): `vector_index` does not run on a spike unless the
-  run carries `freshness/allow-spike=true`.
-- `fetched_pages` / `flagged_pages`: soft 404s, bot walls, repeated errors, as WARN.
-- `fetched_pages` / `pages_not_checked`: pages the run skipped or could not fetch; WARN,
-  ERROR when they are most of the run's pages (robots.txt unreachable, a site down).
-- `vector_index` / `reconcile_clean`: the manifest equals what the vector store holds, once
-  the commit landed.
-- `vector_index` / `source_fresh`: the source's last committed refresh against its own tier
-  cadence: WARN once its fastest tier's interval passed, ERROR once its slowest one's did.
-  A check of its own, not in the `refresh` job: `source_freshness_sensor` runs it when a
-  source's verdict changes, so a source whose runs fail or stop is seen (`source_freshness.py`).
-- `freshness_metrics` / `freshness_alert`: the freshness score of the index after the commit
-  (the drift this run repaired left out) under `checks.freshness_alert`: WARN.
-
-Every other check runs inside its asset's step (the specs below are the assets' `check_specs`;
-the functions build their results): as steps of their own they would cost every run more
-steps, each with its own events, input loads and, under the Celery executor, a task.
-`reconcile_clean` reads the stores rather than a report, after the commit in the same step.
-"""
+"""Asset checks, per source partition, with thresholds from each source's `checks:` (what
+each judges: the specs' descriptions below, and docs/dagster.md). Every check but
+`source_fresh` (`source_freshness.py`) is its asset's `check_spec` and runs inside its
+step: as steps of their own they would cost every run more steps, events, input loads and,
+under Celery, tasks. `reconcile_clean` reads the stores after the commit, in the same step."""
 
 import time
 import warnings

@@ -1,15 +1,8 @@
-"""The code location: `dagster dev` / `dg dev` in the repo root load `defs` from here.
-
-Add new assets or sensors to the lists below (checks are their assets' `check_specs`). The deployment picks, through the
-environment of the process that loads the location:
-
-- `FRESHNESS_EXECUTOR`: `in_process` (the default: every step in the run's process),
-  `multiprocess` (Dagster's default executor: a process per step) or `celery`
-  (`dagster-celery`: steps go to Celery workers, `vector_index` to the `embeddings` queue);
-  see `executors.py` and docs/deploy.md;
-- `FRESHNESS_IO_DIR`: where asset outputs are pickled (default `$DAGSTER_HOME/storage`);
-  with workers on several machines, a path they all mount.
-"""
+"""The code location: `dagster dev` / `dg dev` in the repo root load `defs` from here. Add
+new assets or sensors to the lists below (checks are their assets' `check_specs`).
+`FRESHNESS_EXECUTOR` picks the executor (`executors.py`) and `FRESHNESS_IO_DIR` where asset
+outputs are pickled (default `$DAGSTER_HOME/storage`; with workers on several machines, a
+path they all mount: docs/deploy.md)."""
 
 import os
 

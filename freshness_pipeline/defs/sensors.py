@@ -1,24 +1,8 @@
-"""The sensors that operate the pipeline:
-
-- `sources_partitions_sensor`: one `sources` partition per source in the sources file. A
-  source removed from the file keeps its partition, history and index; it is just no
-  longer scheduled.
-- `tier_cadence_sensor`: launches `refresh` runs tagged `freshness/tier` when a tier is due
-  (see `cadence.py`), reading the last runs from the instance's run records. Only a
-  successful refresh covers its tier: a failed or canceled one is retried, at the next tick
-  the first time, then backing off per source (`core/backoff.py`) up to the tier's cadence;
-  one queued or in flight blocks another launch for the source (a killed run is failed by
-  Dagster's run monitoring, docs/dagster.md).
-- `version_bump_sensor`: when the versions a refresh would build with now (normalizer,
-  chunker, embedding model) differ from those a source's index was built with, requests
-  one `refresh` run per drifted source's partition (a re-index).
-
-`tier_cadence_sensor` and `version_bump_sensor` start off unless `FRESHNESS_SENSORS=on`
-(`automation.py`); `sources_partitions_sensor` launches nothing and starts on.
-
-A sources file that does not load fails the tick (its ConfigError names the file and the
-setting): a broken file must not pass for "nothing to do".
-"""
+"""The sensors that operate the pipeline (each one's description says what it does;
+docs/dagster.md how they fit). The tier and version-bump sensors launch runs and start off
+unless `FRESHNESS_SENSORS=on` (`automation.py`). A sources file that does not load fails
+the tick (its ConfigError names the file and the setting): a broken file must not pass for
+"nothing to do"."""
 
 import hashlib
 import json

@@ -1,20 +1,8 @@
-"""`source_fresh`: each source's last committed refresh against its own cadence, and
-`source_freshness_sensor`, which has it judged between runs.
-
-A check that runs only inside a refresh cannot see a refresh that did not happen (a site
-unreachable, a spike blocked), so `source_fresh` is a check of its own (not a step of the
-`refresh` job): `source_freshness_sensor` judges every source each minute and, when a
-source's verdict changes (a refresh committed, a tier's interval passed), launches a
-`source_freshness` run of the check for that source's partition. It can also be executed
-from the UI. Dagster's `FreshnessPolicy` would judge `vector_index` as a whole: one source
-refreshed would make every other one look fresh.
-
-The sensor launches runs rather than returning `asset_events`: Dagster 1.13 stores a check
-result reported outside a run under (asset, check, partition) and an empty run id, unique
-(`idx_asset_check_executions_unique`), so a partition's second runless result failed every
-tick with a UniqueViolation. In a run, the result is the run's own and targets the
-partition's latest materialization, so the UI shows it as the partition's current status.
-"""
+"""`source_fresh`: each source's last committed refresh against its own cadence, a check of
+its own (a check inside a refresh cannot see a refresh that did not happen), and
+`source_freshness_sensor`, which launches a run of it for a source whose verdict changed.
+It launches runs rather than reporting results outside one: Dagster 1.13 keeps one runless
+result per (asset, check, partition), and a partition's second one fails (docs/metrics.md)."""
 
 import json
 import time
