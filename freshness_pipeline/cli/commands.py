@@ -9,9 +9,8 @@ import contextlib
 import json
 import os
 import sys
-from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -69,15 +68,9 @@ SourcesFile = Annotated[
 Only = Annotated[str | None, typer.Option("--source", metavar="NAME", help="only this source (default: every source)")]
 
 
-class Tier(StrEnum):
-    hot = "hot"
-    warm = "warm"
-    cold = "cold"
-
-
-class DemoEmbedder(StrEnum):
-    local = "local"
-    hashing = "hashing"
+Tier = Literal["hot", "warm", "cold"]
+DemoEmbedder = Literal["local", "hashing"]
+DumpFormat = Literal["jsonl", "parquet", "csv"]
 
 
 def _json(help: str) -> Any:
@@ -152,9 +145,7 @@ def run(
     # One run per source, each printed as it ends. The summary carries failures, checks and
     # page errors; the full event log (tracebacks included) is in the instance, and on the
     # console with --verbose.
-    refreshes = index.refresh_all(
-        names, tier=tier.value if tier else None, allow_spike=allow_spike, verbose=verbose, submit=submit
-    )
+    refreshes = index.refresh_all(names, tier=tier, allow_spike=allow_spike, verbose=verbose, submit=submit)
     try:
         for name, outcome in refreshes:
             if as_json:
@@ -169,12 +160,6 @@ def run(
     return 1 if failed else 0
 
 
-class DumpFormat(StrEnum):
-    jsonl = "jsonl"
-    parquet = "parquet"
-    csv = "csv"
-
-
 @app.command(
     cls=_Command,
     help="every record in the vector index, as JSON lines; with --format parquet or csv, the manifest "
@@ -183,24 +168,24 @@ class DumpFormat(StrEnum):
 def dump(
     ctx: typer.Context,
     source: Only = None,
-    fmt: Annotated[DumpFormat, typer.Option("--format", help="jsonl: the records; parquet, csv: the manifest")] = (
-        DumpFormat.jsonl
-    ),
+    fmt: Annotated[
+        DumpFormat, typer.Option("--format", help="jsonl: the records; parquet, csv: the manifest")
+    ] = "jsonl",
     output: Annotated[
         Path | None, typer.Option("--output", "-o", metavar="FILE", help="write here (default: standard output)")
     ] = None,
     sources: SourcesFile = None,
 ) -> int:
     index = _index(ctx, sources)
-    if fmt is DumpFormat.jsonl:
+    if fmt == "jsonl":
         with open(output, "w") if output else contextlib.nullcontext(sys.stdout) as out:
             for rec in index.records(source):
                 print(json.dumps(rec, sort_keys=True, default=str), file=out)
         return 0
-    if output is None and fmt is DumpFormat.parquet and sys.stdout.isatty():
+    if output is None and fmt == "parquet" and sys.stdout.isatty():
         raise typer.BadParameter("Parquet is binary: pass --output FILE (or redirect standard output)")
     with open(output, "wb") if output else contextlib.nullcontext(sys.stdout.buffer) as out:
-        index.dump_manifest(out, "parquet" if fmt is DumpFormat.parquet else "csv", source)
+        index.dump_manifest(out, fmt, source)
     return 0
 
 
@@ -335,7 +320,7 @@ def demo(
             "--embedder",
             help="local: the shipped all-MiniLM-L6-v2 model; hashing: no model, no meaning (the [tiktoken] extra)",
         ),
-    ] = DemoEmbedder.local,
+    ] = "local",
 ) -> int:
     if ctx.obj:
         print("error: the demo writes its own sources file into --home; drop --sources", file=sys.stderr)
@@ -345,7 +330,7 @@ def demo(
 
     _check_environment()
     progress.attach()
-    return run_demo(Path(home), embedder=embedder.value)
+    return run_demo(Path(home), embedder=embedder)
 
 
 @app.command(cls=_Command, help="compare the manifest with the vector store; --fix repairs")
