@@ -1,17 +1,8 @@
-"""The four assets, one partition per source: fetch -> sections -> plan -> index.
-
-Each asset is one call into `freshness_pipeline.pipeline` plus the metadata Dagster plots.
-Each reads only what its declared upstream produced: its report, through the IO manager
-(small: counts, reasons, and the id of the run whose staged work it names), and the staged
-rows that report names. The bulk between stages (extracts, sections, the plan) is staged
-in the state store under that run id; the pages, the manifest and the vectors live in the
-state store and the vector store. A report whose staged work is gone (a later run of the
-source started, or it was committed) fails the step in one line naming what to run.
-
-The normalizer, chunker and embedding-model versions are the assets' `code_version`s, so
-the UI marks what a version bump made out of date (the re-index itself is launched by
-`sensors.version_bump_sensor`).
-"""
+"""The four assets, one partition per source: fetch -> sections -> plan -> index. Each is
+one call into `freshness_pipeline.pipeline` plus the metadata Dagster plots; what a stage
+hands the next (a small report through the IO manager, the bulk staged in the state store)
+is docs/architecture.md's. The normalizer, chunker and embedding-model versions are the
+assets' `code_version`s, so the UI marks what a version bump made out of date."""
 
 import logging
 import time
