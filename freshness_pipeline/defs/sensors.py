@@ -7,6 +7,7 @@ the tick (its ConfigError names the file and the setting): a broken file must no
 import hashlib
 import json
 import time
+from contextlib import closing
 from dataclasses import dataclass, field
 
 import dagster as dg
@@ -150,17 +151,14 @@ def _cadence(src: Source, next_up: Due) -> float:
 
 def _version_drift(settings: Settings) -> dict[str, str]:
     """Source -> what differs between its active index and what a refresh would build now."""
-    store = StateStore(state_url(settings), read_only=True)  # an outdated schema fails the tick, naming the way out
-    try:
-        out = {}
+    out = {}
+    # An outdated schema fails the tick, naming the way out.
+    with closing(StateStore(state_url(settings), read_only=True)) as store:
         for src in settings.sources:
             state = store.sources.get(src.name)
-            if state is not None and state.generation > 0:
-                if diffs := versions_for(settings, src).differences(state):
-                    out[src.name] = "; ".join(diffs)
-        return out
-    finally:
-        store.close()
+            if state is not None and state.generation > 0 and (diffs := versions_for(settings, src).differences(state)):
+                out[src.name] = "; ".join(diffs)
+    return out
 
 
 def reindex_requests(drift: dict[str, str]) -> list[dg.RunRequest]:

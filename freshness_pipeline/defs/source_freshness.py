@@ -6,6 +6,7 @@ result per (asset, check, partition), and a partition's second one fails (docs/m
 
 import json
 import time
+from contextlib import closing
 
 import dagster as dg
 
@@ -20,15 +21,12 @@ from .resources import FreshnessResource
 
 def last_refreshes(settings: Settings, names: list[str] | None = None) -> dict[str, float | None]:
     """Source -> when its last committed refresh finished (None: never)."""
-    store = StateStore(state_url(settings), read_only=True)
-    try:
-        out: dict[str, float | None] = {}
+    out: dict[str, float | None] = {}
+    with closing(StateStore(state_url(settings), read_only=True)) as store:
         for name in [s.name for s in settings.sources] if names is None else names:
             runs = store.runs.recent(name, limit=1)
             out[name] = float(runs[0]["finished_at"]) if runs else None
-        return out
-    finally:
-        store.close()
+    return out
 
 
 def verdicts(settings: Settings, last: dict[str, float | None], now: float, known: set[str]) -> dict[str, str]:
