@@ -15,7 +15,7 @@ from ..config import ConfigError, Settings, state_url
 from .assets import vector_index
 from .automation import launching_sensors_status
 from .checks import SOURCE_FRESH_KEY, source_fresh_verdict
-from .partitions import sources_partitions
+from .partitions import SOURCES, sources_partitions
 from .resources import FreshnessResource
 
 
@@ -26,16 +26,6 @@ def last_refreshes(settings: Settings, names: list[str] | None = None) -> dict[s
         for name in [s.name for s in settings.sources] if names is None else names:
             runs = store.runs.recent(name, limit=1)
             out[name] = float(runs[0]["finished_at"]) if runs else None
-    return out
-
-
-def verdicts(settings: Settings, last: dict[str, float | None], now: float, known: set[str]) -> dict[str, str]:
-    """The `source_fresh` state ("pass", "WARN", "ERROR") of each source that has its partition."""
-    out = {}
-    for src in settings.sources:
-        if src.name in known:  # sources_partitions_sensor adds it first
-            passed, severity, _, _ = source_fresh_verdict(src, last.get(src.name), now)
-            out[src.name] = "pass" if passed else severity.value
     return out
 
 
@@ -71,10 +61,12 @@ def source_freshness_sensor(
     context: dg.SensorEvaluationContext, freshness: FreshnessResource
 ) -> dg.SensorResult | dg.SkipReason:
     settings = freshness.settings()
-    partitions = sources_partitions.name
-    assert partitions is not None  # partitions.py names it
-    known = set(context.instance.get_dynamic_partitions(partitions))
-    found = verdicts(settings, last_refreshes(settings), time.time(), known)
+    known = set(context.instance.get_dynamic_partitions(SOURCES))  # sources_partitions_sensor adds them
+    last, now = last_refreshes(settings), time.time()
+    found = {}  # each source's state: "pass", "WARN" or "ERROR"
+    for src in (s for s in settings.sources if s.name in known):
+        passed, severity, _, _ = source_fresh_verdict(src, last[src.name], now)
+        found[src.name] = "pass" if passed else severity.value
     reported: dict[str, str] = json.loads(context.cursor or "{}")
     changed = sorted(name for name, state in found.items() if reported.get(name) != state)
     cursor = json.dumps(found, sort_keys=True)
