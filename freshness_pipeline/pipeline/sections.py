@@ -3,9 +3,11 @@
 A page is re-segmented only when its signature (normalized text, title, rules, chunker)
 differs from the one its indexed sections were made from; every other page is carried as
 it is, which is what keeps a quiet run cheap. A page the crawl held (flagged: a soft 404,
-a stub not yet confirmed) is carried as it is whatever changed. It reads the pages as the crawl it is handed
-staged them, and stages what it decides in the same run's staging (`staged_pages`,
-`staged_sections`), batch by batch as the pool segments.
+a stub not yet confirmed) is carried as it is whatever changed, but on a re-index (a new
+index version holds only what this run stages): its last text is segmented again. It
+reads the pages as the crawl it is handed staged them, and stages what it decides in the
+same run's staging (`staged_pages`, `staged_sections`), batch by batch as the pool
+segments.
 """
 
 from __future__ import annotations
@@ -116,7 +118,7 @@ def _dirty(
             continue
         if page.text_hash is None:
             continue  # never had content (skipped, or only errors so far)
-        if page.outcome == Outcome.FLAGGED.value:
+        if page.outcome == Outcome.FLAGGED.value and not out.reindex_reason:
             continue  # held (a soft 404, a stub not yet confirmed): its indexed sections stay as they are
         out.live_pages += 1
         sig = page_signature(page.text_hash, page.title, thash, ctx.versions)

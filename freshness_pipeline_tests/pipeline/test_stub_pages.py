@@ -1,7 +1,7 @@
 """A page cut to a stub, through `freshness run` on a loopback site whose every build rotates
 a "tip of the day": held at first sight (nothing written or deleted, flagged), taken when
 the next run sees the same stub (its old sections deleted, the stub's written, the run says
-so), and an error page held on every run for as long as it lasts."""
+so), and an error page held on every run for as long as it lasts, through a re-index."""
 
 from __future__ import annotations
 
@@ -61,3 +61,10 @@ def test_a_stub_is_held_once_then_taken_and_an_error_page_is_held_on_every_run(
         assert (again["upserted"], again["deleted"], again["embedded"]) == (0, 0, 0), again
         assert set(again["flagged_pages"]) == {wall_url}
         assert {t for t in p.triples() if t[0] == wall_url} == {t for t in before if t[0] == wall_url}
+
+        # A re-index builds a new index version from what the run stages: the held page's
+        # last good text goes into it too.
+        p.configure(chunking={"token_budget": 500})
+        reindexed = p.run()
+        assert reindexed["reindex_reason"] and set(reindexed["flagged_pages"]) == {wall_url}, reindexed
+        assert {t for t in before if t[0] == wall_url} <= p.triples()
