@@ -177,9 +177,8 @@ def _save_rows(
     blocks = _learn_templates(ctx, live, run_id, changed=decided.changed_pages + decided.new_pages > 0)
     keys = {u: near_empty_key(a.text.markdown if a.text else "", u, blocks) for u, a in decided.near_empty.items()}
     taken = settle_near_empty(decided, known, keys, run, policy)
-    _stage_rows(
-        ctx, [rows[u] for u in [*keys, *(decided.moves[u] for u in keys if u in decided.moves)]], run.now, run_id
-    )
+    settled = [*keys, *(decided.moves[u] for u in keys if u in decided.moves)]  # a page taken may move
+    _stage_rows(ctx, [rows[u] for u in settled], run.now, run_id)
     pages = {**known, **rows}
     report.tiers = dict(Counter(p.tier for p in pages.values() if p.state == "live"))
     report.for_review = {u: p.flag for u, p in sorted(pages.items()) if p.flag}
