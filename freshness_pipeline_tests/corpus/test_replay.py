@@ -24,6 +24,10 @@ prove that the core's sections are right for the markdown: a bug in extraction,
 normalization or segmentation (a lost paragraph, a wrong heading path, a rule stripping
 real text) is in the oracle as well and goes unseen here; `core/test_extract.py`,
 `test_noise.py` and `test_segment.py` check those against hand-written expectations.
+Likewise, which page turned near-empty is judged by the core's own rule
+(`responses.turned_near_empty`): the replay proves that the hold is carried out exactly
+(old sections kept and nothing of the stub written at first sight, the stub taken by the
+next run), not that the rule is right (`core/test_responses.py` checks that).
 """
 
 from __future__ import annotations
