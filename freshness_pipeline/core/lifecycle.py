@@ -6,7 +6,9 @@ The one place where a page is declared gone:
 - Missing from the crawl (no sitemap or link lists it) and unanswered: gone only after
   `missing_after` consecutive misses; listed again, or answering, resets the count.
 - A 200 that reads as an error page (a soft 404, a bot or login wall) keeps its last text
-  and is flagged; so is a page that failed to extract.
+  and is flagged, for as long as it lasts; so is a page that failed to extract. A page
+  that only turned near-empty is held the same way until the next run confirms its text
+  (`near_empty.py`).
 - Only a 301/308 moves a page (its row and text go to the final URL); a 302/303/307 keeps
   it under its own URL with its last text.
 - A page is live once it answered with a page. A URL that was listed but never answered
@@ -22,10 +24,9 @@ The one place where a page is declared gone:
   with the pages fetched in *this* run, so a tier run is judged on its own.
 
 The shell (`pipeline/crawl.py`) fetches and extracts, tells which new texts are unlike
-their pages' last ones (`responses.resemblance`), passes the results through
-`hold_mass_redirects` and `hold_mass_rewrites`, records the answers batch by batch in a `Ledger` (reading the stored
-text of the pages `needs_last_text` names), applies `hold_mass_gone` to its decisions and
-saves the rows. `settle_crawl` is the same run in one call (the tests use it).
+their pages' last ones (`responses.resemblance`), passes the results through the holds,
+records the answers in a `Ledger` (reading the stored text of the pages `needs_last_text`
+names) and saves the rows. `settle_crawl` is the same run in one call (the tests use it).
 """
 
 from __future__ import annotations
@@ -36,27 +37,12 @@ from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass, field, replace
 
 from .models import FetchResult, Outcome, PageText
-from .responses import SHORT_TEXT_CHARS, NotFoundTemplate, looks_soft_404
+from .responses import SHORT_TEXT_CHARS, NotFoundTemplate, looks_soft_404, turned_near_empty
 from .state import PageRow
 
-__all__ = [
-    "Answer",
-    "CrawlDecisions",
-    "CrawlRun",
-    "Ledger",
-    "LifecyclePolicy",
-    "GONE",
-    "Held",
-    "Turn",
-    "apply_answers",
-    "drop_unlisted_candidates",
-    "hold_mass_gone",
-    "hold_mass_redirects",
-    "hold_mass_rewrites",
-    "is_live",
-    "needs_last_text",
-    "settle_crawl",
-]
+__all__ = ["Answer", "CrawlDecisions", "CrawlRun", "Ledger", "LifecyclePolicy", "GONE", "Held", "Turn"]
+__all__ += ["apply_answers", "drop_unlisted_candidates", "hold_mass_gone", "hold_mass_redirects"]
+__all__ += ["hold_mass_rewrites", "is_live", "needs_last_text", "settle_crawl"]
 
 
 GONE = "gone"  # `PageRow.pending` of a page held as part of a mass 404/410
@@ -126,6 +112,7 @@ class CrawlDecisions:
     errors: dict[str, str] = field(default_factory=dict)  # url -> reason
     flagged: dict[str, str] = field(default_factory=dict)  # url -> reason
     skipped: dict[str, str] = field(default_factory=dict)  # url -> reason: not checked this run
+    near_empty: dict[str, Answer] = field(default_factory=dict)  # url -> the answer held as near-empty
     new_pages: int = 0
     changed_pages: int = 0  # pages whose normalized text differs from last time
 
@@ -366,34 +353,46 @@ class Ledger:
         else:
             markdown = ext.markdown if ext else ""
             title, date = (ext.title, ext.date) if ext else (None, None)
-            if soft := (ext.error if ext else None) or self._soft_404_reason(row, answer, title, markdown):
-                # Keep the old text and vectors (and do not follow a redirect to a wall).
+            why, confirmable = (ext.error, False) if ext and ext.error else self._held_for(row, answer, markdown)
+            if why:  # held: the old text and vectors kept (and no redirect followed to a wall)
                 where = f" (after a redirect to {res.final_url})" if res.final_url else ""
-                row.flag, row.outcome = soft + where, Outcome.FLAGGED.value
+                row.flag, row.outcome = why + where, Outcome.FLAGGED.value
+                if confirmable:
+                    row.flag += ": held, taken if the next run sees the same text"
+                    self.decisions.near_empty[row.url] = answer
                 self.decisions.flagged[row.url] = row.flag
                 return
+        self._take(row, res, markdown, title, date)
+
+    def take(self, answer: Answer) -> None:
+        """Take the text of an answer this run held as near-empty: the page is confirmed."""
+        res, ext = answer.result, answer.text or PageText(answer.result.url, "", None, None)
+        row = self.decisions.rows[res.url]
+        self.decisions.flagged.pop(row.url, None)
+        row.outcome, row.flag, row.pending = res.outcome.value, None, None
+        self._take(row, res, ext.markdown, ext.title, ext.date)
+
+    def _take(self, row: PageRow, res: FetchResult, markdown: str, title: str | None, date: str | None) -> None:
         if res.final_url and not res.temporary:  # a 301/308 moves the page to its final URL
             row = self._move_to_final_url(row, res)
         self._take_text(row, res, markdown, title, date)
 
-    def _soft_404_reason(self, row: PageRow, answer: Answer, title: str | None, markdown: str) -> str | None:
-        """Why this 200 is an error page: judged on its title and h1, the site's not-found
-        page and the page's own last text (only when the new one is short)."""
-        res = answer.result
+    def _held_for(self, row: PageRow, answer: Answer, markdown: str) -> tuple[str | None, bool]:
+        """Why this 200 is held, and whether the next run can confirm it: an error page (its
+        title and h1, the site's not-found page, a wall) never; a page that only turned
+        near-empty (judged on its last text, when the new one is short) can."""
+        res, ext, min_chars = answer.result, answer.text, self.policy.soft_404_min_chars
         had = None  # a long text is no error page whatever it had
         if row.text_hash is not None and row.state == "live" and len(markdown) < SHORT_TEXT_CHARS:
             had = len(answer.last_text or "")
         template = self.run.not_found
         if template is not None and template.served_at in (row.url, res.final_url or row.url):
             template = None  # the page the probe landed on is not an error page itself
-        return looks_soft_404(
-            title,
-            markdown,
-            min_chars=self.policy.soft_404_min_chars,
-            had_chars=had,
-            not_found=template,
-            login_form=answer.login_form,
+        title = ext.title if ext else None
+        soft = looks_soft_404(
+            title, markdown, min_chars=min_chars, had_chars=had, not_found=template, login_form=answer.login_form
         )
+        return (soft, False) if soft else (turned_near_empty(markdown, min_chars=min_chars, had_chars=had), True)
 
     def _take_text(self, row: PageRow, res: FetchResult, markdown: str, title: str | None, date: str | None) -> None:
         """The page is live with this text; a new or changed text is counted and dated."""

@@ -2,7 +2,9 @@
 
 Pure: no I/O. The fetcher calls `classify` on every response; the engine calls
 `looks_soft_404` once the page text has been extracted, with what it knows of the page's
-history and of the site's own not-found page.
+history and of the site's own not-found page, and `turned_near_empty` on a short text of
+a page that had more: an error signal is held for as long as it lasts, a page that only
+turned near-empty is held until a second run confirms its text.
 """
 
 from __future__ import annotations
@@ -167,13 +169,14 @@ def looks_soft_404(
     not_found: NotFoundTemplate | None = None,
     login_form: bool = False,
 ) -> str | None:
-    """Why a 200 page looks like an error page or a bot wall, or None when it looks real.
+    """Why a 200 page looks like an error page or a bot wall, or None when it shows no error
+    signal (see `turned_near_empty` for a page that only lost its text).
 
     Judged from the title and the first h1, the site's own not-found page (`not_found`), and
     the page's own history: `had_chars` is the length of its last indexed text (None for a
-    new page). Only a page that had real text can "turn near-empty", turn into a login form
-    (`login_form`: the HTML has a password field) or be read as a wall from its words; a new
-    short page is a real page.
+    new page). Only a page that had real text can turn into a login form (`login_form`: the
+    HTML has a password field) or be read as a wall from its words; a new short page is a
+    real page.
     """
     body = text.strip()
     h1 = _H1.search(body)
@@ -191,6 +194,14 @@ def looks_soft_404(
         for pattern, reason in _WALL_TEXT_RULES:
             if pattern.search(body):
                 return reason
-    if len(body) < min_chars and len(body) * 2 < had_chars:
+    return None
+
+
+def turned_near_empty(text: str, *, min_chars: int, had_chars: int | None) -> str | None:
+    """Why a page that had real text (`had_chars`, None for a new page) now reads as
+    near-empty, or None. No error signal: a real page may be cut to a stub ("Obsolete, see
+    ..."), so a second run that sees the same text confirms it."""
+    body = text.strip()
+    if had_chars is not None and had_chars >= min_chars and len(body) < min_chars and len(body) * 2 < had_chars:
         return f"turned near-empty ({len(body)} chars of text, had {had_chars})"
     return None

@@ -49,7 +49,7 @@ class PageRow:
     last_fetched: float | None = None
     last_changed: float | None = None
     change_times: list[float] = field(default_factory=list)
-    pending: str | None = None  # held as an outage: the text hash it turned into, or "gone"
+    pending: str | None = None  # held: the text hash it turned into (an outage; near_empty_key for a stub), or "gone"
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ import hashlib
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from urllib.parse import urljoin
@@ -25,6 +25,7 @@ from ..core.lifecycle import (
     CrawlDecisions,
     CrawlRun,
     Ledger,
+    LifecyclePolicy,
     Turn,
     drop_unlisted_candidates,
     hold_mass_gone,
@@ -34,6 +35,7 @@ from ..core.lifecycle import (
     needs_last_text,
 )
 from ..core.models import FetchResult, Outcome, PageText
+from ..core.near_empty import near_empty_key, settle_near_empty
 from ..core.noise import learn_template_blocks
 from ..core.responses import (
     UNLIKE_BELOW,
@@ -149,8 +151,8 @@ def crawl(ctx: SourceContext, *, run_id: str, tier: str | None = None, allow_mas
             ledger.decisions, known, fetched_live=fetched_live, policy=policy, allow=allow_mass_gone
         )
         drop_unlisted_candidates(decided, known, found.listed)
-        _report_decisions(report, decided, rewrites.message, mass_gone.message)
-        _save_rows(ctx, report, known, decided.rows, now, run_id)
+        taken = _save_rows(ctx, report, known, decided, run, policy)
+        _report_decisions(report, decided, rewrites.message, mass_gone.message, taken)
         report.crawled = len(results)
         report.outcomes = dict(Counter(r.outcome.value for r in results))
         report.seconds = time.time() - started
@@ -162,21 +164,34 @@ def _save_rows(
     ctx: SourceContext,
     report: CrawlReport,
     known: dict[str, PageRow],
-    rows: dict[str, PageRow],
-    now: float,
-    run_id: str,
-) -> None:
-    """Each row's tier, the rows staged, what the report says of the whole source, and the
-    template blocks learned again when any page changed."""
-    tier_rules = ctx.source.tiers.url_rules()
-    for row in rows.values():
-        row.tier = tier_for(row.url, tier_rules, change_times=row.change_times, first_seen=row.first_seen, now=now)
-    ctx.store.crawl_staging.save_page_rows(ctx.name, run_id, rows.values())  # rows without their text keep it
+    decided: CrawlDecisions,
+    run: CrawlRun,
+    policy: LifecyclePolicy,
+) -> str | None:
+    """The rows staged, the template blocks learned again when any page changed, then the
+    pages held as near-empty settled on those blocks (their rows staged again), and what
+    the report says of the whole source. Returns the line on the near-empty pages taken."""
+    run_id, rows = report.run_id, decided.rows
+    _stage_rows(ctx, rows.values(), run.now, run_id)
+    live = [u for u, p in {**known, **rows}.items() if p.state == "live"]
+    blocks = _learn_templates(ctx, live, run_id, changed=decided.changed_pages + decided.new_pages > 0)
+    keys = {u: near_empty_key(a.text.markdown if a.text else "", u, blocks) for u, a in decided.near_empty.items()}
+    taken = settle_near_empty(decided, known, keys, run, policy)
+    settled = [*keys, *(decided.moves[u] for u in keys if u in decided.moves)]  # a page taken may move
+    _stage_rows(ctx, [rows[u] for u in settled], run.now, run_id)
     pages = {**known, **rows}
     report.tiers = dict(Counter(p.tier for p in pages.values() if p.state == "live"))
     report.for_review = {u: p.flag for u, p in sorted(pages.items()) if p.flag}
-    live = [u for u, p in pages.items() if p.state == "live"]
-    _learn_templates(ctx, live, run_id, changed=report.changed_pages + report.new_pages > 0)
+    return taken
+
+
+def _stage_rows(ctx: SourceContext, rows: Iterable[PageRow], now: float, run_id: str) -> None:
+    """Each row's tier, and the rows staged (a row without its text keeps the staged one)."""
+    tier_rules = ctx.source.tiers.url_rules()
+    rows = list(rows)
+    for row in rows:
+        row.tier = tier_for(row.url, tier_rules, change_times=row.change_times, first_seen=row.first_seen, now=now)
+    ctx.store.crawl_staging.save_page_rows(ctx.name, run_id, rows)
 
 
 def _changed_texts(
@@ -394,10 +409,11 @@ def _report_decisions(report: CrawlReport, decided: CrawlDecisions, *held: str |
     report.new_pages, report.changed_pages = decided.new_pages, decided.changed_pages
 
 
-def _learn_templates(ctx: SourceContext, live: list[str], run_id: str, *, changed: bool) -> None:
+def _learn_templates(ctx: SourceContext, live: list[str], run_id: str, *, changed: bool) -> list[str]:
     """Relearn the source's repeated blocks from this run's texts when any page changed (see
     `learn_template_blocks` for the hysteresis), staged for the commit like the page rows;
-    creates the source's state (with no blocks yet) on its first crawl."""
+    creates the source's state (with no blocks yet) on its first crawl. Returns the blocks
+    this run's sections are cut with."""
     store, src = ctx.store, ctx.source
     state = store.sources.get(src.name)
     if state is None:
@@ -405,8 +421,9 @@ def _learn_templates(ctx: SourceContext, live: list[str], run_id: str, *, change
         state = SourceState(src.name, v.normalizer, v.chunker, v.model, v.dims)
         store.sources.save(state)
     elif not changed and state.normalizer_version == ctx.versions.normalizer:
-        return  # (blocks learned under another normalizer are learned again)
+        return state.template_blocks  # (blocks learned under another normalizer are learned again)
     texts = (md for _, md in store.pages.iter_markdown(src.name, live, run_id=run_id))  # not all at once
     learned = sorted(learn_template_blocks(texts, share=src.noise.repeated_block_share, keep=state.template_blocks))
     if learned != sorted(state.template_blocks):
         store.crawl_staging.save_template_blocks(src.name, run_id, learned)
+    return learned

@@ -2,9 +2,12 @@
 
 A page is re-segmented only when its signature (normalized text, title, rules, chunker)
 differs from the one its indexed sections were made from; every other page is carried as
-it is, which is what keeps a quiet run cheap. It reads the pages as the crawl it is handed
-staged them, and stages what it decides in the same run's staging (`staged_pages`,
-`staged_sections`), batch by batch as the pool segments.
+it is, which is what keeps a quiet run cheap. A page the crawl held (flagged: a soft 404,
+a stub not yet confirmed) is carried as it is whatever changed, but on a re-index (a new
+index version holds only what this run stages): its last text is segmented again. It
+reads the pages as the crawl it is handed staged them, and stages what it decides in the
+same run's staging (`staged_pages`, `staged_sections`), batch by batch as the pool
+segments.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from itertools import islice
 
 from ..adapters.embedders.tokenizer import capped_budget
 from ..adapters.state.staging import SectionStaging, Stage, StagedPage
-from ..core.models import Section
+from ..core.models import Outcome, Section
 from ..core.state import PageRow
 from ..core.versions import page_signature, template_hash
 from .context import SourceContext
@@ -115,6 +118,8 @@ def _dirty(
             continue
         if page.text_hash is None:
             continue  # never had content (skipped, or only errors so far)
+        if page.outcome == Outcome.FLAGGED.value and not out.reindex_reason:
+            continue  # held (a soft 404, a stub not yet confirmed): its indexed sections stay as they are
         out.live_pages += 1
         sig = page_signature(page.text_hash, page.title, thash, ctx.versions)
         if out.reindex_reason or sig != page.indexed_signature:
