@@ -51,6 +51,7 @@ from .metadata import ROW_COUNT, URI, index_uri, owners, table
 from .partitions import sources_partitions
 from .pools import EMBEDDINGS_POOL
 from .resources import FreshnessResource
+from .step_endings import refuse_commit_if_run_ended, results_on_failure
 from .tags import ALLOW_SPIKE_TAG, TIER_TAG
 
 GROUP = "freshness"
@@ -140,6 +141,7 @@ SETTINGS_AT_LOAD = _settings_at_load()
     "A run tagged `freshness/tier` fetches only that tier's pages (and new ones). Brings the state "
     "database to the newest schema first.",
 )
+@results_on_failure
 def fetched_pages(
     context: dg.AssetExecutionContext, freshness: FreshnessResource
 ) -> Iterator[dg.Output[CrawlReport] | dg.AssetCheckResult]:
@@ -225,6 +227,7 @@ def section_manifest(
     description="New / changed / moved / unchanged / removed sections against the manifest. "
     "A failed `change_spike` fails this step after the plan is stored, and vector_index does not run.",
 )
+@results_on_failure
 def diff_plan(
     context: dg.AssetExecutionContext, freshness: FreshnessResource, section_manifest: SectionsReport
 ) -> Iterator[dg.Output[PlanReport] | dg.AssetCheckResult]:
@@ -265,13 +268,20 @@ def diff_plan(
     "Does not run when diff_plan's blocking change-spike check fails. Its freshness is judged per "
     "source by the source_fresh check; reconcile_clean compares it with the manifest after the commit.",
 )
+@results_on_failure
 def vector_index(
     context: dg.AssetExecutionContext, freshness: FreshnessResource, diff_plan: PlanReport
 ) -> Iterator[dg.Output[IndexReport] | dg.AssetCheckResult]:
     with freshness.open(context.partition_key) as ctx:
         allow = context.run.tags.get(ALLOW_SPIKE_TAG, "").lower() == "true"
         with _one_line_failure():
-            report = apply_plan(ctx, diff_plan, run_id=context.run.run_id, spike_override=allow)
+            report = apply_plan(
+                ctx,
+                diff_plan,
+                run_id=context.run.run_id,
+                spike_override=allow,
+                before_commit=lambda: refuse_commit_if_run_ended(context),
+            )
         context.log.info(f"{report.source}: {report.line()}")
         yield dg.Output(
             report,

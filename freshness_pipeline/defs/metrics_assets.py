@@ -18,6 +18,7 @@ from .checks import FRESHNESS_ALERT, freshness_alert
 from .metadata import table
 from .partitions import sources_partitions
 from .resources import FreshnessResource
+from .step_endings import results_on_failure
 
 
 def _float(value: float) -> dg.FloatMetadataValue:
@@ -45,6 +46,7 @@ def golden_table(rows: list[dict[str, Any]]) -> dg.TableMetadataValue:
     description="Freshness score, stale share, content age, embedding lag, golden-set hits; "
     "requests a re-index on repeated misses and delivers change events to webhooks.",
 )
+@results_on_failure
 def freshness_metrics(
     context: dg.AssetExecutionContext,
     freshness: FreshnessResource,

@@ -79,11 +79,18 @@ class _Written:
 
 
 def apply_plan(
-    ctx: SourceContext, planned: PlanReport, *, run_id: str | None = None, spike_override: bool = False
+    ctx: SourceContext,
+    planned: PlanReport,
+    *,
+    run_id: str | None = None,
+    spike_override: bool = False,
+    before_commit: Callable[[], None] | None = None,
 ) -> IndexReport:
     """Commit the plan `planned` staged. `run_id`: the run recorded with it. `spike_override`:
     the run carries the operator's spike override; it is recorded in the run's counts so
-    that the spike history leaves the run out."""
+    that the spike history leaves the run out. `before_commit` is called once the writes
+    landed, before any becomes visible: raising there commits nothing (the intents stay
+    for the next run's recovery)."""
     started = time.time()
     # `ctx.vectors` is opened on first use: a quiet run never pays for the vector store.
     src, store = ctx.source, ctx.store
@@ -107,6 +114,8 @@ def apply_plan(
         if reindex:
             removed += _verify_complete(ctx, ns, written.hashes)
             golden = _golden_gate(ctx, ns, plan.current_hashes)
+        if before_commit is not None:
+            before_commit()
         if written.upserted or written.payload or written.deleted or removed or restored:
             # What readers see moves to this run's writes only now that all of them landed.
             ctx.vectors.mark_committed(ns)
