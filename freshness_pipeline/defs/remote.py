@@ -4,7 +4,10 @@ and executor like the UI's, and this process only waits for them and reads what 
 
 Submitting and waiting use dagster-graphql's `DagsterGraphQLClient`; the two reads it has no
 method for (adding a source's partition, a run's events) are queries of the same public
-GraphQL API. The summary is `run_summary.outcome`, as for a run executed here.
+GraphQL API. The events are read as the run goes: a step that dagster-celery queued
+(its engine event "Submitting celery task for step … to queue …") and no worker started
+`WORKER_NOTE_S` later is said once on stderr, "waiting for a worker (queue NAME)". The
+summary is `run_summary.outcome`, as for a run executed here.
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ event log (the failure sensor), or a deployment's GraphQL API (`remote.py`); eac
 makes `RunFacts`, and `outcome` is the one summary of them. A run that did not succeed may
 still have committed (interrupted or failed after its commit, a run failed from outside
 while its step went on): the state store records every commit with its run id, and the
-summary says what was committed."""
+summary says what was committed. A run that ended while vector_index was still running in
+its worker is said so: that step does not commit for a run that ended (`step_endings.py`)."""
 
 from __future__ import annotations
 
