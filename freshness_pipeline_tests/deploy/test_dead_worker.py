@@ -29,6 +29,7 @@ import yaml
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.dagster_services import stop as stop_worker
 from freshness_pipeline_tests.deploy.conftest import (
+    check_statuses,
     deployment_env,
     dump,
     start_deployment,
@@ -129,6 +130,10 @@ def test_a_dead_embeddings_worker_fails_its_run_in_bounded_time_and_the_next_run
                 assert time.monotonic() - killed_at < failed_s + SLOT_S + 60, "the failed run's pool slot was kept"
                 time.sleep(0.5)
             freed_s = time.monotonic() - killed_at
+        # Its step's checks, which no worker will evaluate, are what Dagster resolves a planned
+        # check of a failed run to.
+        statuses = check_statuses(env["FRESHNESS_DAGSTER_URL"], run_id, {"vector_index": ("reconcile_clean",)})
+        assert statuses == {"reconcile_clean": ("EXECUTION_FAILED", None)}, statuses
 
         # No worker on the `embeddings` queue: the next run says so, then goes on once one starts.
         nxt = _Run(env)
