@@ -41,6 +41,7 @@ from .executors import CELERY_QUEUE_TAG, EMBEDDINGS_QUEUE, executor_tags
 from .metadata import ROW_COUNT, URI, index_uri, owners, table
 from .partitions import sources_partitions
 from .resources import FreshnessResource
+from .step_endings import refuse_commit_if_run_ended, results_on_failure
 from .tags import ALLOW_SPIKE_TAG, TIER_TAG
 
 GROUP = "freshness"
@@ -117,6 +118,7 @@ def _one_line_failure() -> Iterator[None]:
     "A run tagged `freshness/tier` fetches only that tier's pages (and new ones). Brings the state "
     "database to the newest schema first.",
 )
+@results_on_failure
 def fetched_pages(
     context: dg.AssetExecutionContext, freshness: FreshnessResource
 ) -> Iterator[dg.Output[CrawlReport] | dg.AssetCheckResult]:
@@ -196,6 +198,7 @@ def section_manifest(
     description="New / changed / moved / unchanged / removed sections against the manifest. "
     "A failed `change_spike` fails this step after the plan is stored, and vector_index does not run.",
 )
+@results_on_failure
 def diff_plan(
     context: dg.AssetExecutionContext, freshness: FreshnessResource, section_manifest: SectionsReport
 ) -> Iterator[dg.Output[PlanReport] | dg.AssetCheckResult]:
@@ -233,13 +236,20 @@ def diff_plan(
     "Does not run when diff_plan's blocking change-spike check fails. Its freshness is judged per "
     "source by the source_fresh check; reconcile_clean compares it with the manifest after the commit.",
 )
+@results_on_failure
 def vector_index(
     context: dg.AssetExecutionContext, freshness: FreshnessResource, diff_plan: PlanReport
 ) -> Iterator[dg.Output[IndexReport] | dg.AssetCheckResult]:
     with freshness.open(context.partition_key) as ctx:
         allow = context.run.tags.get(ALLOW_SPIKE_TAG, "").lower() == "true"
         with _one_line_failure():
-            report = apply_plan(ctx, diff_plan, run_id=context.run.run_id, spike_override=allow)
+            report = apply_plan(
+                ctx,
+                diff_plan,
+                run_id=context.run.run_id,
+                spike_override=allow,
+                before_commit=lambda: refuse_commit_if_run_ended(context),
+            )
         context.log.info(f"{report.source}: {report.line()}")
         yield dg.Output(
             report,

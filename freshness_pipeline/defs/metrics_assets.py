@@ -17,6 +17,7 @@ from .assets import freshness_asset
 from .checks import FRESHNESS_ALERT, freshness_alert
 from .metadata import table
 from .resources import FreshnessResource
+from .step_endings import results_on_failure
 
 
 def _float(value: float) -> dg.FloatMetadataValue:
@@ -31,6 +32,7 @@ def _float(value: float) -> dg.FloatMetadataValue:
     description="Freshness score, stale share, content age, embedding lag, golden-set hits; "
     "requests a re-index on repeated misses and delivers change events to webhooks.",
 )
+@results_on_failure
 def freshness_metrics(
     context: dg.AssetExecutionContext,
     freshness: FreshnessResource,

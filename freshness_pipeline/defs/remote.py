@@ -4,21 +4,29 @@ and executor like the UI's, and this process only waits for them and reads what 
 
 Submitting and waiting use dagster-graphql's `DagsterGraphQLClient`; the two reads it has no
 method for (adding a source's partition, a run's events) are queries of the same public
-GraphQL API. The summary is `run_summary.outcome`, as for a run executed here.
+GraphQL API. The events are read as the run goes: a step that dagster-celery queued
+(its engine event "Submitting celery task for step … to queue …") and no worker started
+`WORKER_NOTE_S` later is said once on stderr, "waiting for a worker (queue NAME)". The
+summary is `run_summary.outcome`, as for a run executed here.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import sys
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import httpx
 
 from .run_summary import PARTITION_TAG, Check, RunFacts, outcome, short
 from .tags import run_tags
+
+if TYPE_CHECKING:
+    from dagster_graphql import DagsterGraphQLClient
 
 URL_ENV = "FRESHNESS_DAGSTER_URL"
 LOCATION = "freshness_pipeline"  # workspace.yaml's location name
@@ -28,6 +36,8 @@ PARTITIONS = "sources"
 POLL_S = 1.0
 FINISHED = ("SUCCESS", "FAILURE", "CANCELED")
 PAGE = 1000  # events per query
+CELERY_QUEUE_MARKER = "celery_queue_wait"  # dagster-celery's engine event: a step submitted to its queue
+WORKER_NOTE_S = 5.0  # a step submitted this long and started by no worker: said once
 
 _ERROR = "fragment E on PythonError { message cause { message cause { message } } }"
 _ADD_PARTITION = """mutation($selector: RepositorySelector!, $name: String!, $key: String!) {
@@ -47,7 +57,10 @@ _EVENTS = (
         __typename
         ... on MaterializationEvent { assetKey { path } metadataEntries { ...M } }
         ... on AssetCheckEvaluationEvent { evaluation { checkName success severity description } }
+        ... on ExecutionStepStartEvent { stepKey }
+        ... on ExecutionStepSuccessEvent { stepKey }
         ... on ExecutionStepFailureEvent { stepKey error { ...E } }
+        ... on EngineEvent { stepKey markerStart message }
         ... on RunFailureEvent { message error { ...E } }
       }
     }
@@ -101,10 +114,7 @@ def submit_refreshes(
         except DagsterGraphQLClientError as exc:
             raise SubmitError(f"{endpoint} did not take {source}'s run: {exc}") from exc
     for source in order:
-        run_id = runs[source]
-        while (status := client.get_run_status(run_id)).value not in FINISHED:
-            time.sleep(POLL_S)
-        yield source, outcome(_facts(endpoint, run_id, source, status.value))
+        yield source, _watch(client, _Events(endpoint, runs[source], source))
 
 
 def _post(endpoint: str, query: str, variables: dict[str, Any]) -> dict[str, Any]:
@@ -129,29 +139,78 @@ def _add_partition(endpoint: str, source: str) -> None:
         raise SubmitError(f"{endpoint} did not add partition {source!r}: {result.get('message')}")
 
 
-def _facts(endpoint: str, run_id: str, source: str, status: str) -> RunFacts:
-    facts = RunFacts(run_id, source, status == "SUCCESS", status)
-    cursor = None
-    while True:
-        page = _post(endpoint, _EVENTS, {"runId": run_id, "after": cursor, "limit": PAGE})["logsForRun"]
-        if page["__typename"] != "EventConnection":
-            raise SubmitError(f"{endpoint}: the events of run {run_id}: {page.get('message')}")
-        for e in page["events"]:
-            kind = e["__typename"]
-            if kind == "MaterializationEvent":
-                asset = "/".join(e["assetKey"]["path"])
-                facts.materialized[asset] = {m["label"]: _value(m) for m in e["metadataEntries"]}
-            elif kind == "AssetCheckEvaluationEvent":
-                c = e["evaluation"]
-                name = c["checkName"]
-                facts.checks.append(Check(name, c["severity"], c["success"], c["description"], name in _blocking()))
-            elif kind == "ExecutionStepFailureEvent" and e["error"]:
-                facts.step_failures.append(f"{e['stepKey']}: {_error(e['error'])}")
-            elif kind == "RunFailureEvent":
-                facts.run_failures.append(_cause(e["error"]) if e["error"] else (e["message"] or "").strip())
-        cursor = page["cursor"]
-        if not page["hasMore"]:
-            return facts
+class _Events:
+    """A run's events, read as they come (`read`), into its `RunFacts`."""
+
+    def __init__(self, endpoint: str, run_id: str, source: str) -> None:
+        self.endpoint, self.cursor = endpoint, None
+        self.facts = RunFacts(run_id, source, False, "STARTED")
+        self.queued: dict[str, tuple[str, float]] = {}  # step -> (Celery queue, when seen submitted)
+        self.started: set[str] = set()
+
+    def read(self) -> None:
+        while True:
+            variables = {"runId": self.facts.run_id, "after": self.cursor, "limit": PAGE}
+            page = _post(self.endpoint, _EVENTS, variables)["logsForRun"]
+            if page["__typename"] != "EventConnection":
+                raise SubmitError(f"{self.endpoint}: the events of run {self.facts.run_id}: {page.get('message')}")
+            for e in page["events"]:
+                self._add(e)
+            self.cursor = page["cursor"]
+            if not page["hasMore"]:
+                return
+
+    def _add(self, e: dict[str, Any]) -> None:
+        facts, kind = self.facts, e["__typename"]
+        if kind == "MaterializationEvent":
+            asset = "/".join(e["assetKey"]["path"])
+            facts.materialized[asset] = {m["label"]: _value(m) for m in e["metadataEntries"]}
+        elif kind == "AssetCheckEvaluationEvent":
+            c = e["evaluation"]
+            name = c["checkName"]
+            facts.checks.append(Check(name, c["severity"], c["success"], c["description"], name in _blocking()))
+        elif kind == "ExecutionStepStartEvent":
+            self.started.add(e["stepKey"])
+            facts.running.append(e["stepKey"])
+        elif kind in ("ExecutionStepSuccessEvent", "ExecutionStepFailureEvent") and e["stepKey"] in facts.running:
+            facts.running.remove(e["stepKey"])
+        elif kind == "EngineEvent" and e["markerStart"] == CELERY_QUEUE_MARKER and e["stepKey"]:
+            queue = m.group(1) if (m := re.search(r'to queue "([^"]+)"', e["message"] or "")) else "?"
+            self.queued[e["stepKey"]] = (queue, time.monotonic())
+        if kind == "ExecutionStepFailureEvent" and e["error"]:
+            facts.step_failures.append(f"{e['stepKey']}: {_error(e['error'])}")
+        elif kind == "RunFailureEvent":
+            facts.run_failures.append(_cause(e["error"]) if e["error"] else (e["message"] or "").strip())
+
+    def waiting_for_worker(self) -> tuple[str, str] | None:
+        """(step, queue) of a step submitted to Celery over `WORKER_NOTE_S` ago that no
+        worker has started."""
+        now = time.monotonic()
+        for step, (queue, since) in self.queued.items():
+            if step not in self.started and now - since >= WORKER_NOTE_S:
+                return step, queue
+        return None
+
+
+def _watch(client: DagsterGraphQLClient, events: _Events) -> dict[str, Any]:
+    """Wait for the run to end and summarize it; says once, on stderr, when a step of it
+    waits for a Celery worker."""
+    facts, said = events.facts, False
+    while (status := client.get_run_status(facts.run_id).value) not in FINISHED:
+        events.read()
+        if not said and (waiting := events.waiting_for_worker()):
+            step, queue = waiting
+            print(
+                f"{facts.source}: {step} waiting for a worker (queue {queue}): submitted to Celery, "
+                "started by no worker yet",
+                file=sys.stderr,
+                flush=True,
+            )
+            said = True
+        time.sleep(POLL_S)
+    events.read()
+    facts.status, facts.succeeded = status, status == "SUCCESS"
+    return outcome(facts)
 
 
 def _value(entry: dict[str, Any]) -> Any:

@@ -7,7 +7,8 @@ event log (the failure sensor), or a deployment's GraphQL API (`remote.py`); eac
 makes `RunFacts`, and `outcome` is the one summary of them. A run that did not succeed may
 still have committed (interrupted or failed after its commit, a run failed from outside
 while its step went on): the state store records every commit with its run id, and the
-summary says what was committed."""
+summary says what was committed. A run that ended while vector_index was still running in
+its worker is said so: that step does not commit for a run that ended (`step_endings.py`)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:  # the type of Dagster's error records; not part of its public
     from dagster_shared.error import SerializableErrorInfo
 
 SHOWN_ERRORS = 20
+INDEX_STEP = "vector_index"  # the step that commits
 PARTITION_TAG = "dagster/partition"
 SUMMARIZED = ("fetched_pages", "section_manifest", "vector_index")  # the assets `outcome` reads
 # The error of the steps and the run that Dagster ends because a SIGINT (or SIGTERM) reached
@@ -57,6 +59,7 @@ class RunFacts:
     checks: list[Check] = field(default_factory=list)
     step_failures: list[str] = field(default_factory=list)  # "step: Error: message"
     run_failures: list[str] = field(default_factory=list)
+    running: list[str] = field(default_factory=list)  # steps started and not ended when read
 
 
 def outcome(facts: RunFacts) -> dict[str, Any]:
@@ -95,6 +98,11 @@ def outcome(facts: RunFacts) -> dict[str, Any]:
     message = "; ".join(facts.step_failures) or "; ".join(facts.run_failures) or f"run {facts.status}"
     if commit is not None:
         message += " (its commit had landed: the counts above are indexed)"
+    elif INDEX_STEP in facts.running:
+        message += (
+            f"; {INDEX_STEP} was still running in its worker when the run ended: it does not commit "
+            "for a run that ended"
+        )
     return {**out, "status": "failure", "message": message}
 
 
@@ -119,9 +127,14 @@ def from_events(run: dg.DagsterRun, events: Iterable[dg.DagsterEvent]) -> RunFac
         elif e.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION:
             c = e.asset_check_evaluation_data
             facts.checks.append(Check(c.check_name, c.severity.value, c.passed, c.description, bool(c.blocking)))
-        elif e.event_type == dg.DagsterEventType.STEP_FAILURE and e.step_failure_data.error:
-            failure = e.step_failure_data.error
-            facts.step_failures.append(f"{e.step_key}: {_message(failure.cause or failure)}")
+        elif e.event_type == dg.DagsterEventType.STEP_START and e.step_key:
+            facts.running.append(e.step_key)
+        elif e.event_type in (dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE):
+            if e.step_key in facts.running:
+                facts.running.remove(e.step_key)
+            if e.is_step_failure and e.step_failure_data.error:
+                failure = e.step_failure_data.error
+                facts.step_failures.append(f"{e.step_key}: {_message(failure.cause or failure)}")
         elif e.event_type == dg.DagsterEventType.RUN_FAILURE:
             # A run failed from outside (run monitoring) has no error record.
             error = getattr(e.event_specific_data, "error", None)

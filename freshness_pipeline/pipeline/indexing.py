@@ -79,11 +79,17 @@ class _Written:
 
 
 def apply_plan(
-    ctx: SourceContext, planned: PlanReport, *, run_id: str | None = None, spike_override: bool = False
+    ctx: SourceContext,
+    planned: PlanReport,
+    *,
+    run_id: str | None = None,
+    spike_override: bool = False,
+    before_commit: Callable[[], None] = lambda: None,
 ) -> IndexReport:
     """Commit the plan `planned` staged. `run_id`: the run recorded with it. `spike_override`:
     the run carries the operator's spike override; it is recorded in the run's counts so
-    that the spike history leaves the run out."""
+    that the spike history leaves the run out. `before_commit` is called once the writes
+    landed, before any is visible: raising there commits nothing (as a crash would)."""
     started = time.time()
     # `ctx.vectors` is opened on first use: a quiet run never pays for the vector store.
     src, store = ctx.source, ctx.store
@@ -107,16 +113,14 @@ def apply_plan(
         if reindex:
             removed += _verify_complete(ctx, ns, written.hashes)
             golden = _golden_gate(ctx, ns, plan.current_hashes)
+        before_commit()
         if written.upserted or written.payload or written.deleted or removed or restored:
             # What readers see moves to this run's writes only now that all of them landed.
             ctx.vectors.mark_committed(ns)
         crash_point("verified")
 
-        counts: dict[str, int | float] = {}
-        counts.update(_counts(planned, written, orphans=removed, reindex=reindex))
-        counts.update(golden, restored=restored)
-        if spike_override:
-            counts[OVERRIDE_COUNT] = 1
+        counts: dict[str, int | float] = {**_counts(planned, written, orphans=removed, reindex=reindex), **golden}
+        counts |= {"restored": restored} | ({OVERRIDE_COUNT: 1} if spike_override else {})
         run = {"run_id": run_id, "started_at": started, "counts": counts, "reason": planned.reindex_reason}
         store.manifest.commit(
             _next_state(ctx, state, target, reindex=reindex),

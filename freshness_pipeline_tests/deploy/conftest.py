@@ -17,6 +17,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import dagster as dg
+import httpx
 import pytest
 import redis
 import yaml
@@ -165,4 +166,35 @@ def workers_by_step(instance: dg.DagsterInstance, run_id: str) -> dict[str, str]
         worker = event.engine_event_data.metadata.get("Celery worker") if event and event.engine_event_data else None
         if worker is not None and event is not None and event.step_key:
             out[event.step_key] = str(worker.value)
+    return out
+
+
+_CHECK_EXECUTIONS = """query($key: AssetKeyInput!, $name: String!) {
+  assetCheckExecutions(assetKey: $key, checkName: $name, limit: 20) {
+    runId status evaluation { description severity }
+  }
+}"""
+REFRESH_CHECKS = {  # the checks the refresh job plans, by asset
+    "fetched_pages": ("flagged_pages", "pages_not_checked"),
+    "diff_plan": ("stale_share", "change_spike"),
+    "vector_index": ("reconcile_clean",),
+    "freshness_metrics": ("freshness_alert",),
+}
+
+
+def check_statuses(
+    url: str, run_id: str, checks: dict[str, tuple[str, ...]] = REFRESH_CHECKS
+) -> dict[str, tuple[str, str | None]]:
+    """Check name -> (status, description) of each of `checks` (by asset) executed in run
+    `run_id`, as the webserver's GraphQL API (the UI) resolves them."""
+    out = {}
+    for asset, names in checks.items():
+        for name in names:
+            variables = {"key": {"path": [asset]}, "name": name}
+            body = httpx.post(f"{url}/graphql", json={"query": _CHECK_EXECUTIONS, "variables": variables}, timeout=60)
+            data = body.json()
+            assert not data.get("errors"), data
+            for e in data["data"]["assetCheckExecutions"]:
+                if e["runId"] == run_id:
+                    out[name] = (e["status"], (e["evaluation"] or {}).get("description"))
     return out
