@@ -147,7 +147,7 @@ def dump(settings: Settings, source: str) -> Iterator[dict[str, Any]]:
     ctx = SourceContext.open(settings, source, read_only=True)
     try:
         state = ctx.store.sources.get(source)
-        if state is not None:
+        if state is not None and state.generation > 0:  # a first run's writes before its commit: none
             yield from ctx.vectors.records(namespace(source, state.active_version), committed=True)
     finally:
         ctx.close()
