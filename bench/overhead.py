@@ -6,16 +6,22 @@ or a script runs it: the first `freshness run`, then `--pairs` alternating pairs
 `freshness run` (nothing changed) and Dagster alone (`bench/dagster_floor.py`, a job of the
 refresh job's shape whose steps do nothing, in a home of its own), then `freshness status` and
 a cold `freshness search`. A quiet run's overhead beyond the floor is this project's own;
-the target is at most 0.5 s on an idle machine (the summary line says whether it holds).
+the target is at most 0.5 s on an idle machine. The summary line gives the medians of the
+wall and of the CPU seconds, quiet run beside floor, and whether each difference holds to
+the target (on a busy machine the wall waits for the cores; the CPU seconds do not).
 
 `--commands submit`: `--pairs` quiet runs submitted with `freshness run --submit` to a
 `dagster-webserver`, which a `dagster-daemon` dequeues and launches through its own code
-server, as a deployment runs them (the wall includes the queue, the run worker's start and
-its load of the code location). Reported with no target.
+server, as a deployment runs them. Each prints two lines, with no target: the submitted
+run (the command's wall: the queue, the launch, the run, the read of its events) and the
+launched run, from the run's record (`launched`: from its launch to its end, i.e. the run
+worker's start, its load of the code location and the steps; `queued`: before it).
 
 Each run's line shows its wall beside its own work (`seconds` of `freshness run --json`:
 discovery, fetch, sections, plan, index), the overhead (wall - work) and the CPU seconds of
-the command's processes.
+the command's processes. Every command runs with a bytecode cache (`PYTHONPYCACHEPREFIX` in
+the bench's temporary folder), as an installed package runs from its compiled modules; the
+first run of each home fills it.
 """
 
 from __future__ import annotations
@@ -68,8 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'site':<10} {'command':<30} {'wall s':>7} {'work s':>7} {'over s':>7} {'cpu s':>6}  load", flush=True)
     for name in args.sites.split(","):
         with _site(name, args.pages) as site, tempfile.TemporaryDirectory(prefix="freshness-overhead-") as tmp:
-            env = _home(Path(tmp) / "home", site, args.embedder)
-            floor = _home(Path(tmp) / FLOOR, site, args.embedder)
+            env = _home(Path(tmp), "home", site, args.embedder)
+            floor = _home(Path(tmp), FLOOR, site, args.embedder)
             _bench_site(site, env, floor, args)
     print(f"uptime: {_uptime()}", flush=True)
     return 0
@@ -84,15 +90,7 @@ def _bench_site(site: Site, env: dict[str, str], floor: dict[str, str], args: ar
         for _ in range(args.pairs):
             quiet.append(_line(site, "quiet run", ["run", "--json"], env))
             alone.append(_line(site, "Dagster alone (floor)", [FLOOR], floor))
-        q, f = statistics.median(w for w, _ in quiet), statistics.median(w for w, _ in alone)
-        over = statistics.median(w - work for w, work in quiet)
-        verdict = "within" if q - f <= TARGET_S else "above"
-        print(
-            f"{site.name:<10} quiet run {q:.2f} s (median of {len(quiet)}; its overhead {over:.2f} s), "
-            f"Dagster alone {f:.2f} s: {q - f:+.2f} s ({over - f:+.2f} s without the work), {verdict} the "
-            f"target of floor + {TARGET_S} s (load {os.getloadavg()[0]:.1f})",
-            flush=True,
-        )
+        _summary(site, quiet, alone)
     if "status" in commands:
         _line(site, "status", ["status"], env)
     if "search" in commands:
@@ -100,20 +98,68 @@ def _bench_site(site: Site, env: dict[str, str], floor: dict[str, str], args: ar
     if "submit" in commands:
         with _deployment(env) as url:
             for _ in range(args.pairs):
-                _line(site, "quiet run, submitted", ["run", "--json", "--submit", url], env)
+                run = _line(site, "quiet run, submitted", ["run", "--json", "--submit", url], env)
+                _launched(site, Path(env["DAGSTER_HOME"]), run.run_ids)
 
 
-def _line(site: Site, label: str, cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """Run one command, print its line; its wall and work seconds."""
+@dataclass(frozen=True, slots=True)
+class Run:
+    wall: float
+    work: float
+    cpu: float
+    run_ids: list[str]
+
+
+def _summary(site: Site, quiet: list[Run], alone: list[Run]) -> None:
+    """The medians, quiet run beside floor: wall and CPU, each against the target."""
+
+    def median(runs: list[Run], field: str) -> float:
+        return statistics.median(getattr(r, field) for r in runs)
+
+    wall, cpu = median(quiet, "wall") - median(alone, "wall"), median(quiet, "cpu") - median(alone, "cpu")
+    work = statistics.median(r.wall - r.work for r in quiet) - median(alone, "wall")
+
+    def verdict(over: float) -> str:
+        return "within" if over <= TARGET_S else "above"
+
+    print(
+        f"{site.name:<10} quiet run {median(quiet, 'wall'):.2f} s wall, {median(quiet, 'cpu'):.2f} s CPU; "
+        f"Dagster alone {median(alone, 'wall'):.2f} s, {median(alone, 'cpu'):.2f} s (medians of {len(quiet)}): "
+        f"wall {wall:+.2f} s ({work:+.2f} s without the work), {verdict(wall)} floor + {TARGET_S} s; "
+        f"CPU {cpu:+.2f} s, {verdict(cpu)} (load {os.getloadavg()[0]:.1f})",
+        flush=True,
+    )
+
+
+def _line(site: Site, label: str, cmd: list[str], env: dict[str, str]) -> Run:
+    """Run one command, print its line."""
     if cmd == [FLOOR]:
-        full = [sys.executable, str(Path(__file__).with_name("dagster_floor.py"))]
+        full = [sys.executable, "-m", "bench.dagster_floor"]
     else:
         full = [str(Path(sys.executable).with_name("freshness")), *cmd]
     wall, cpu, stdout = _time(full, env)
-    work = _work(stdout) if cmd[0] in ("run", FLOOR) else None
+    rows = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+    work = sum(float(r.get("seconds") or 0.0) for r in rows) if cmd[0] in ("run", FLOOR) else None
     over = f"{wall - work:>7.2f}" if work is not None else f"{'':>7}"
     print(f"{site.name:<10} {label:<30} {wall:>7.2f} {work or 0.0:>7.2f} {over} {cpu:>6.2f}  {os.getloadavg()[0]:.1f}")
-    return wall, work or 0.0
+    return Run(wall, work or 0.0, cpu, [str(r["run_id"]) for r in rows if r.get("run_id")])
+
+
+def _launched(site: Site, home: Path, run_ids: list[str]) -> None:
+    """A submitted run's launch, from its record: queued until the daemon launched it, then
+    launched until it ended (the run worker's start, its load of the location, the steps)."""
+    import dagster as dg
+
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        for run_id in run_ids:
+            record = instance.get_run_record_by_id(run_id)
+            starting = instance.all_logs(run_id, of_type=dg.DagsterEventType.RUN_STARTING)
+            if record is None or record.end_time is None or not starting:
+                raise RuntimeError(f"run {run_id} has no launch and end in {home}")
+            launched, end = starting[0].timestamp, record.end_time
+            queued = launched - record.create_timestamp.timestamp()
+            label = f"  launched (queued {queued:.2f} s)"
+            print(f"{site.name:<10} {label:<30} {end - launched:>7.2f}", flush=True)
 
 
 def _time(cmd: list[str], env: dict[str, str]) -> tuple[float, float, str]:
@@ -127,12 +173,6 @@ def _time(cmd: list[str], env: dict[str, str]) -> tuple[float, float, str]:
         raise RuntimeError(f"{' '.join(cmd)} exited {out.returncode}:\n{out.stdout[-2000:]}\n{out.stderr[-4000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return wall, cpu, out.stdout
-
-
-def _work(stdout: str) -> float:
-    """The run's own seconds, summed over the sources of `freshness run --json`."""
-    rows = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
-    return sum(float(r.get("seconds") or 0.0) for r in rows)
 
 
 @contextmanager
@@ -195,10 +235,12 @@ def _site(name: str, pages: int) -> Iterator[Site]:
         server.join()
 
 
-def _home(home: Path, site: Site, embedder: str) -> dict[str, str]:
-    """A fresh Dagster home with the project's dagster.yaml and a one-source sources file."""
+def _home(tmp: Path, name: str, site: Site, embedder: str) -> dict[str, str]:
+    """A fresh Dagster home `tmp/name` with the project's dagster.yaml and a one-source
+    sources file; the environment of its commands, with a bytecode cache in `tmp`."""
     from freshness_pipeline.defs.instance import write_instance_config
 
+    home = tmp / name
     write_instance_config(home)
     sources = home / "sources.yaml"
     settings: dict[str, Any] = {
@@ -206,8 +248,15 @@ def _home(home: Path, site: Site, embedder: str) -> dict[str, str]:
         "embedder": {"provider": embedder},
     }
     sources.write_text(yaml.safe_dump(settings))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FRESHNESS_", "DAGSTER_"))}
-    return env | {"DAGSTER_HOME": str(home), "FRESHNESS_SOURCES": str(sources), "PYTHONPATH": str(REPO)}
+    drop = ("FRESHNESS_", "DAGSTER_", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+    pycache = str(tmp / "pycache")
+    return env | {
+        "DAGSTER_HOME": str(home),
+        "FRESHNESS_SOURCES": str(sources),
+        "PYTHONPATH": str(REPO),
+        "PYTHONPYCACHEPREFIX": pycache,
+    }
 
 
 def _free_port() -> int:

@@ -11,7 +11,6 @@ from html import unescape
 from urllib.parse import urldefrag, urljoin, urlsplit
 
 import httpx
-from charset_normalizer import from_bytes
 
 __all__ = [
     "Unusable",
@@ -111,6 +110,8 @@ def decode(body: bytes, declared: str | None) -> str:
     # charset-normalizer cannot tell the single-byte Latin code pages apart on short texts
     # (it may rank cp1257 first for French); windows-1252 is the web's fallback (WHATWG),
     # so it wins whenever it is a plausible reading. Otherwise (Cyrillic, CJK, ...) the best.
+    from charset_normalizer import from_bytes  # the last resort: most pages never load it
+
     matches = from_bytes(body)
     if any(m.encoding == "cp1252" for m in matches):
         return body.decode("cp1252", errors="replace")

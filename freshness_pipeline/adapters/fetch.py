@@ -369,9 +369,10 @@ class _DeadlineTransport(httpx.HTTPTransport):
     stops reading it from `_pool`."""
 
     def __init__(self, limits: httpx.Limits, scope: Scope) -> None:
-        super().__init__(limits=limits)
+        tls = httpx.create_ssl_context()  # one for both pools: each load of the CA bundle costs ~20 ms
+        super().__init__(verify=tls, limits=limits)
         self._pool = httpcore.ConnectionPool(
-            ssl_context=httpx.create_ssl_context(),
+            ssl_context=tls,
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
             keepalive_expiry=limits.keepalive_expiry,

@@ -5,9 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 from ipaddress import IPv6Address, ip_address
-from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
-
-from courlan.clean import normalize_part
+from urllib.parse import parse_qsl, quote, urlencode, urljoin, urlsplit, urlunsplit
 
 __all__ = ["is_tracking_param", "normalize_url", "site_host", "strip_tracking", "unsafe_address"]
 
@@ -21,6 +19,7 @@ _TRACKING = re.compile(
 )
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _PERCENT_ESCAPE = re.compile(r"%[0-9a-fA-F]{2}")
+_PATH_SAFE = "/%!=:,-"  # left unescaped in a path (as courlan's `normalize_part` leaves them)
 
 
 def is_tracking_param(name: str) -> bool:
@@ -58,10 +57,10 @@ def normalize_url(
     if parts.username is not None:
         userinfo = parts.netloc.rpartition("@")[0]
         netloc = f"{userinfo}@{netloc}"
-    # urljoin against the root resolves `.` and `..` segments; courlan quotes the path the
-    # same way whatever escaping the page used.
+    # urljoin against the root resolves `.` and `..` segments; the path is quoted the same
+    # way whatever escaping the page used.
     path = urljoin("/", parts.path) if parts.path else "/"
-    path = _PERCENT_ESCAPE.sub(lambda m: m.group().upper(), normalize_part(path))
+    path = _PERCENT_ESCAPE.sub(lambda m: m.group().upper(), quote(path, safe=_PATH_SAFE))
     if len(path) > 1:
         path = path.rstrip("/") or "/"
     params = [

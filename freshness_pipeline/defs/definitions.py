@@ -8,11 +8,11 @@ import os
 
 import dagster as dg
 
-from ..adapters.memory import collections_paused, no_collections_at_exit
+from ..adapters.memory import collections_paused
 
-# The location's modules load without cyclic collections, and a process that loaded them
-# (a run worker, a code server, `freshness run`) exits without Python's final collections
-# (`adapters/memory.py`, measured by `make bench-overhead`).
+# The location's modules load without cyclic collections, and what the process imported
+# so far (Dagster's modules too) is left out of later ones (`adapters/memory.py`): a run
+# worker's or a code server's start, and `freshness run`'s (docs/benchmarks.md).
 with collections_paused():
     from .assets import refresh_assets, refresh_job
     from .attempts_sensor import failed_refresh_attempts
@@ -21,7 +21,6 @@ with collections_paused():
     from .resources import FreshnessResource
     from .sensors import refresh_sensors
     from .source_freshness import source_fresh, source_freshness_sensor
-no_collections_at_exit()
 
 assets: list = [*refresh_assets, freshness_metrics]
 sensors: list = [*refresh_sensors, source_freshness_sensor, failed_refresh_attempts]

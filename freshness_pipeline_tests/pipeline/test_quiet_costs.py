@@ -1,6 +1,7 @@
 """A quiet run's fixed costs, on a real home: its reconcile check remembers the last clean
 comparison, so a run that wrote nothing never imports LanceDB (2-10 s), numpy or
-markdown-it (a page that did not change is neither embedded nor parsed), nor does a
+markdown-it (a page that did not change is neither embedded nor parsed), courlan (with
+urllib3 and babel) or charset-normalizer (a page that declares its charset), nor does a
 `freshness status` after a run that wrote (its check compared the committed index), and the
 memory never hides drift on either side (a record deleted from the store, a manifest row
 changed)."""
@@ -28,10 +29,11 @@ from freshness_pipeline_tests.sitegen import generate
 REPO = Path(__file__).resolve().parents[2]
 QUIET_RUN = """
 import json, sys
+HEAVY = ("lancedb", "numpy", "markdown_it", "courlan", "charset_normalizer")
 from freshness_pipeline.defs.runner import run_refresh
 out = run_refresh("docs")
 print(json.dumps({"status": out["status"], "embedded": out.get("embedded"), "checks": out["checks"],
-                  "loaded": sorted(m for m in ("lancedb", "numpy", "markdown_it") if m in sys.modules)}))
+                  "loaded": sorted(m for m in HEAVY if m in sys.modules)}))
 """
 LOCATION = """
 import json, sys
