@@ -129,11 +129,11 @@ def _onnx(path: Path, backend: str) -> Encode:
         # (onnxruntime's dynamic quantization), so in a batch a text's vector would depend on
         # the texts beside it, and an index refreshed run by run would not equal a fresh one.
         # Alone, it costs no more processor time (no padding).
-        rows = 1 if backend == "onnx-int8" else max(batch_size, 1)
+        per_run = 1 if backend == "onnx-int8" else max(batch_size, 1)
         ids = [e.ids for e in tokenizer.encode_batch(texts)]
         out = np.empty((len(texts), dims), dtype=np.float32)
         lengths = [len(x) for x in ids]
-        batches = token_batches(lengths, call_budget(lengths, len(sessions)), rows)
+        batches = token_batches(lengths, call_budget(lengths, len(sessions)), per_run)
         feeds = [_padded([ids[i] for i in rows]) for rows in batches]
         done = pool.map(lambda f: run(*f), feeds) if pool else (run(*f) for f in feeds)
         for rows, vectors in zip(batches, done, strict=True):
