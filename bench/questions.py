@@ -1,6 +1,6 @@
 """Questions about a docs index's sections, built from its records deterministically (a
-generator seeded by each section's key), for the retrieval benchmark (`bench/retrieval.py`)
-and the corpus tests:
+generator seeded by each section's URL path and heading path), for the retrieval
+benchmark (`bench/retrieval.py`) and the corpus tests:
 
   sentence  one sentence of the section's retrieval text (at least 8 words, found in no
             other section), about a third of its words dropped, lower-cased
@@ -17,6 +17,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _NAMESAKE = re.compile(r" \[\d+\]$")
@@ -37,7 +38,7 @@ def questions(records: list[dict[str, Any]]) -> list[Question]:
     bodies = {key: "\n".join(_body(c["retrieval_text"]) for c in chunks) for key, chunks in by_key.items()}
     out: list[Question] = []
     for key in sorted(by_key):
-        rng = random.Random(int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big"))
+        rng = random.Random(int.from_bytes(hashlib.sha256(_place(by_key[key][0]).encode()).digest()[:8], "big"))
         sentences = [s for s in _sentences(bodies[key]) if not any(s in b for k, b in bodies.items() if k != key)]
         if sentences:
             words = rng.choice(sentences).split()
@@ -50,6 +51,12 @@ def questions(records: list[dict[str, Any]]) -> list[Question]:
             headings[" ".join(parts[-2:]).lower()].add(key)
     out += [Question("heading", q, next(iter(keys))) for q, keys in sorted(headings.items()) if len(keys) == 1]
     return out
+
+
+def _place(record: dict[str, Any]) -> str:
+    """A section's URL path and heading path: its key without the site's host and port (a
+    loopback site's port differs per run), so every run asks the same questions."""
+    return f"{urlsplit(record['url']).path}#{record['heading_path']}"
 
 
 def _body(retrieval_text: str) -> str:

@@ -9,8 +9,8 @@ loopback site (`DocsSite`, with the corpus replay's build noise) and indexed twi
 
 (`noise.fuzzy_threshold: 0`, as in the corpus replay: every changed text is embedded again.)
 
-Questions are built from the full index's records, deterministically (a generator seeded
-by each section's key; `bench/questions.py`):
+Questions are built from the full index's records, the same on every run (a generator
+seeded by each section's URL path and heading path; `bench/questions.py`):
 
   sentence  one sentence of the section's retrieval text (at least 8 words, found in no
             other section), about a third of its words dropped, lower-cased

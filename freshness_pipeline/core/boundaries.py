@@ -3,9 +3,9 @@ units (paragraphs, list items, table rows, code blocks). Pure.
 
 The idea of content-defined chunking (rsync, restic's chunker, FastCDC), applied to a
 section's units instead of a file's bytes: whether a cut follows a unit depends on that
-unit's own fingerprint, never on its distance from the section's start. An inserted row
-then changes the chunk that holds it, and at most one neighbour, instead of shifting every
-later boundary.
+unit's own fingerprint (of its words: markup and list numbers move no cut), never on its
+distance from the section's start. An inserted row then changes the first-level group that
+holds it, and at most one neighbour, instead of shifting every later boundary.
 
 - A unit ends a *run* when its fingerprint, read as a fraction of 2**64, is below its
   share of the target size (`ends_run`): runs average `target` tokens whatever the units'
@@ -15,23 +15,27 @@ later boundary.
   with, or split it from, its next neighbour only.
 - A group of runs over the budget is cut the same way with half the target (and half the
   minimum), down to single units: content-defined at every level, nothing packed greedily.
+
+The bound for chunks: an edit replaces only chunks of the (at most two, adjacent) groups it
+changes; every other chunk keeps its text. It cannot be one neighbour for chunks as well:
+the budget forces cuts inside a group that no first-level cut ends, so a new first-level
+cut there can make two groups that fit, and all the chunks the group was cut into are
+replaced by those two (three or more; `test_boundaries.py` has one).
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Callable, Sequence
 
 __all__ = ["ends_run", "fingerprint", "spans"]
 
 _FULL = 1 << 64
-_ORDINAL = re.compile(r"^\s*\d{1,9}[.)](?=\s)")  # an ordered item's number: renumbered by any insertion above
 
 
-def fingerprint(unit: str) -> int:
-    """64-bit fingerprint of a unit's text, without an ordered list item's number."""
-    return int.from_bytes(hashlib.blake2b(_ORDINAL.sub("", unit).strip().encode(), digest_size=8).digest(), "big")
+def fingerprint(words: str) -> int:
+    """64-bit fingerprint of a unit's words (its plain text: no markup, no list marker)."""
+    return int.from_bytes(hashlib.blake2b(words.strip().encode(), digest_size=8).digest(), "big")
 
 
 def ends_run(fp: int, tokens: int, target: float) -> bool:

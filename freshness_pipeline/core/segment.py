@@ -22,7 +22,7 @@ from freshness_pipeline.core.blocks import Block, split_blocks
 from freshness_pipeline.core.boundaries import fingerprint, spans
 from freshness_pipeline.core.fingerprint import content_hash, simhash
 from freshness_pipeline.core.models import Section
-from freshness_pipeline.core.retrieval import inline_text, retrieval_text
+from freshness_pipeline.core.retrieval import inline_text, plain_text, retrieval_text
 from freshness_pipeline.core.tokens import get_encoding
 
 __all__ = ["CHUNKER_VERSION", "TokenCount", "section_key", "segment"]
@@ -168,7 +168,7 @@ class _Chunker:
         self.base = self.count("")  # the heading path (and a model's special tokens)
         if self.base > budget - 4:  # a heading path alone must leave room for words
             raise ValueError(f"heading {' > '.join(heading_path)!r} alone is over the {budget}-token budget")
-        self.target = max(1, (budget - self.base) // TARGET_SHARE)
+        self.target = max(1.0, (budget - self.base) / TARGET_SHARE)
 
     def measure(self, markdown: str) -> tuple[str, int]:
         """(retrieval text, its tokens) of a chunk's markdown, each computed once."""
@@ -190,7 +190,7 @@ class _Chunker:
         if self.fits(body):
             return [_Chunk(body, "0")]
         pieces = [p for i, block in enumerate(blocks) for p in self._block_pieces(block, i)]
-        fps = [fingerprint(p.text) for p in pieces]
+        fps = [fingerprint(plain_text(p.text)) for p in pieces]  # markup-only edits move no cut
         sizes, header = [], []  # tokens of each piece in a chunk; of its header, if it starts one
         for i, p in enumerate(pieces):
             own = self.count(f"{p.header}\n{p.text}" if p.header else p.text) - self.base + 1

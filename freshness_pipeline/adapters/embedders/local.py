@@ -125,10 +125,15 @@ def _onnx(path: Path, backend: str) -> Encode:
             idle.put(session)
 
     def encode(texts: list[str], batch_size: int) -> np.ndarray:
+        # int8: one text per run. Its activations are quantized with one scale per run
+        # (onnxruntime's dynamic quantization), so in a batch a text's vector would depend on
+        # the texts beside it, and an index refreshed run by run would not equal a fresh one.
+        # Alone, it costs no more processor time (no padding).
+        per_run = 1 if backend == "onnx-int8" else max(batch_size, 1)
         ids = [e.ids for e in tokenizer.encode_batch(texts)]
         out = np.empty((len(texts), dims), dtype=np.float32)
         lengths = [len(x) for x in ids]
-        batches = token_batches(lengths, call_budget(lengths, len(sessions)), max(batch_size, 1))
+        batches = token_batches(lengths, call_budget(lengths, len(sessions)), per_run)
         feeds = [_padded([ids[i] for i in rows]) for rows in batches]
         done = pool.map(lambda f: run(*f), feeds) if pool else (run(*f) for f in feeds)
         for rows, vectors in zip(batches, done, strict=True):
