@@ -23,13 +23,13 @@ from ..config import load_settings
 from ..pipeline.attempts import committed
 from .executors import BROKER_TAG
 from .metadata import INDEX_EXTRAS
+from .tags import PARTITION_TAG
 
 if TYPE_CHECKING:  # the type of Dagster's error records; not part of its public API
     from dagster_shared.error import SerializableErrorInfo
 
 SHOWN_ERRORS = 20
 INDEX_STEP = "vector_index"  # the step that commits
-PARTITION_TAG = "dagster/partition"
 SUMMARIZED = ("fetched_pages", "section_manifest", "vector_index")  # the assets `outcome` reads
 # The error of the steps and the run that Dagster ends because a SIGINT (or SIGTERM) reached
 # the process executing them: in-process, this command's own Ctrl-C.
@@ -107,12 +107,11 @@ def outcome(facts: RunFacts) -> dict[str, Any]:
 
 
 def _commit(facts: RunFacts) -> dict[str, Any] | None:
-    if facts.source is None:
+    if facts.source is None:  # a run of no partition
         return None
     settings = load_settings()
-    if facts.source not in {s.name for s in settings.sources}:
-        return None
-    return committed(settings, facts.source, facts.run_id)
+    known = facts.source in {s.name for s in settings.sources}
+    return committed(settings, facts.source, facts.run_id) if known else None
 
 
 def from_events(run: dg.DagsterRun, events: Iterable[dg.DagsterEvent]) -> RunFacts:
@@ -134,11 +133,10 @@ def from_events(run: dg.DagsterRun, events: Iterable[dg.DagsterEvent]) -> RunFac
                 facts.running.remove(e.step_key)
             if e.is_step_failure and e.step_failure_data.error:
                 failure = e.step_failure_data.error
-                facts.step_failures.append(f"{e.step_key}: {_message(failure.cause or failure)}")
+                facts.step_failures.append(f"{e.step_key}: {short((failure.cause or failure).message)}")
         elif e.event_type == dg.DagsterEventType.RUN_FAILURE:
-            # A run failed from outside (run monitoring) has no error record.
-            error = getattr(e.event_specific_data, "error", None)
-            broker = _broker(error, run.tags.get(BROKER_TAG)) if error is not None else ""
+            error = getattr(e.event_specific_data, "error", None)  # none for a run failed from outside
+            broker = _broker(error, run.tags.get(BROKER_TAG))
             facts.run_failures.append(broker + _cause(error) if error is not None else (e.message or "").strip())
     return facts
 
@@ -178,30 +176,19 @@ def _first(pages: dict[str, str] | None) -> dict[str, str]:
     return dict(sorted((pages or {}).items())[:SHOWN_ERRORS])
 
 
-def _broker(error: SerializableErrorInfo, broker: str | None) -> str:
+def _broker(error: SerializableErrorInfo | None, broker: str | None) -> str:
     """ "the Celery broker URL: " when the error chain went through Celery's broker client
     (kombu), whose errors (ConnectionRefusedError, Error 111 connecting to host:port) name no
     service; else ""."""
-    chain: list[SerializableErrorInfo] = []
-    link: SerializableErrorInfo | None = error
-    while link is not None:
-        chain.append(link)
-        link = link.cause
-    if not any("/kombu/" in frame for e in chain for frame in e.stack):
-        return ""
-    return f"the Celery broker {broker or '($FRESHNESS_CELERY_BROKER)'} is unreachable: "
+    while error is not None and not any("/kombu/" in frame for frame in error.stack):
+        error = error.cause
+    return "" if error is None else f"the Celery broker {broker or '($FRESHNESS_CELERY_BROKER)'} is unreachable: "
 
 
 def _cause(error: SerializableErrorInfo) -> str:
     """The innermost exception of a chain (what a run failure wraps many times over)."""
     while error.cause is not None:
         error = error.cause
-    return _message(error)
-
-
-def _message(error: SerializableErrorInfo) -> str:
-    """An exception as `ClassName: message`, no module path. A step's own error is the one
-    under Dagster's wrapper: it names the source and what was kept, which its causes don't."""
     return short(error.message)
 
 
