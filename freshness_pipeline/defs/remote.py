@@ -176,12 +176,6 @@ class _Events:
             error = e["error"] and [e["error"], *e["error"]["causes"]][-1]
             facts.run_failures.append(short(error["message"]) if error else (e["message"] or "").strip())
 
-    def waiting_for_worker(self) -> tuple[str, str] | None:
-        """(step, queue) of a step submitted to Celery over `WORKER_NOTE_S` ago that no
-        worker has started."""
-        now = time.monotonic()
-        return next(((step, q) for step, (q, since) in self.queued.items() if now - since >= WORKER_NOTE_S), None)
-
 
 def _watch(client: DagsterGraphQLClient, events: _Events) -> dict[str, Any]:
     """Wait for the run to end and summarize it; says once, on stderr, when a step of it
@@ -189,8 +183,9 @@ def _watch(client: DagsterGraphQLClient, events: _Events) -> dict[str, Any]:
     facts, said = events.facts, False
     while (status := client.get_run_status(facts.run_id).value) not in FINISHED:
         events.read()
-        if not said and (waiting := events.waiting_for_worker()):
-            step, queue = waiting
+        late = [(step, q) for step, (q, since) in events.queued.items() if time.monotonic() - since >= WORKER_NOTE_S]
+        if late and not said:
+            step, queue = late[0]
             print(
                 f"{facts.source}: {step} waiting for a worker (queue {queue}): submitted to Celery, "
                 "started by no worker yet",
