@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from .run_summary import Check, RunFacts, outcome, short
+from .run_summary import Check, RunFacts, failed_checks, outcome, short
 from .tags import PARTITION_TAG, run_tags
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ fragment M on MetadataEntry {
   ... on TextMetadataEntry { text }
   ... on JsonMetadataEntry { jsonString }
 }
-fragment E on PythonError { message causes { message } }
+fragment E on PythonError { className message causes { message } }
 """
 
 
@@ -159,8 +159,7 @@ class _Events:
             facts.materialized[asset] = {m["label"]: _value(m) for m in e["metadataEntries"]}
         elif kind == "AssetCheckEvaluationEvent":
             c = e["evaluation"]
-            name = c["checkName"]
-            facts.checks.append(Check(name, c["severity"], c["success"], c["description"], name in _blocking()))
+            facts.checks.append(Check(c["checkName"], c["severity"], c["success"], c["description"]))
         elif kind == "ExecutionStepStartEvent":
             self.queued.pop(e["stepKey"], None)
             facts.running.append(e["stepKey"])
@@ -172,6 +171,7 @@ class _Events:
         if kind == "ExecutionStepFailureEvent" and e["error"]:  # the step's own error, under Dagster's wrapper
             own = (e["error"]["causes"] or [e["error"]])[0]
             facts.step_failures.append(f"{e['stepKey']}: {short(own['message'])}")
+            facts.blocked += failed_checks(e["error"]["className"], e["error"]["message"])
         elif kind == "RunFailureEvent":  # its innermost error; none for a run failed from outside
             error = e["error"] and [e["error"], *e["error"]["causes"]][-1]
             facts.run_failures.append(short(error["message"]) if error else (e["message"] or "").strip())
@@ -203,10 +203,3 @@ def _value(entry: dict[str, Any]) -> Any:
     if "intRepr" in entry:
         return int(entry["intRepr"])
     return json.loads(entry["jsonString"]) if "jsonString" in entry else entry.get("floatValue", entry.get("text"))
-
-
-def _blocking() -> set[str]:
-    """The checks that stop `vector_index` when they fail (the job's specs, read here)."""
-    from .assets import refresh_assets
-
-    return {spec.name for asset in refresh_assets for spec in getattr(asset, "check_specs", ()) if spec.blocking}
