@@ -46,13 +46,9 @@ def entry() -> NoReturn:
         # left unhandled, so a shell or a script sees an interrupted command (exit status 130
         # in a shell), not a failed one.
         print(f"freshness: interrupted{f': {stop}' if str(stop) else ''}", file=sys.stderr, flush=True)
-        sys.excepthook = _silent
+        sys.excepthook = lambda *_: None  # the KeyboardInterrupt is reported above
         raise
     sys.exit(code)
-
-
-def _silent(*_: object) -> None:
-    """`sys.excepthook` for the KeyboardInterrupt that `entry` has reported already."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -68,7 +68,6 @@ SourcesFile = Annotated[
 Only = Annotated[str | None, typer.Option("--source", metavar="NAME", help="only this source (default: every source)")]
 
 
-Tier = Literal["hot", "warm", "cold"]
 DemoEmbedder = Literal["local", "hashing"]
 DumpFormat = Literal["jsonl", "parquet", "csv"]
 
@@ -111,7 +110,7 @@ def _check_environment() -> None:
 def run(
     ctx: typer.Context,
     source: Only = None,
-    tier: Annotated[Tier | None, typer.Option("--tier", help="only pages of this tier")] = None,
+    tier: Annotated[api.Tier | None, typer.Option("--tier", help="only pages of this tier")] = None,
     as_json: Annotated[bool, _json("one JSON object per source")] = False,
     allow_spike: Annotated[
         bool,
@@ -323,8 +322,7 @@ def demo(
     ] = "local",
 ) -> int:
     if ctx.obj:
-        print("error: the demo writes its own sources file into --home; drop --sources", file=sys.stderr)
-        return 2
+        raise api.ConfigError("the demo writes its own sources file into --home; drop --sources")
     from .. import progress
     from ..demo.run import run_demo
 

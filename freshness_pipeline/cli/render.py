@@ -49,12 +49,8 @@ def run_lines(name: str, outcome: dict[str, Any]) -> list[str]:
     check is the `blocked:` line only, and a reason shared by many pages (an outage held)
     is one line with the count of pages."""
     line = run_line(outcome)
-    if not line:
-        lines = [f"{name}: the crawl did not run"]
-    elif outcome.get("new") is None:
-        lines = [f"{name}: {line} (nothing was indexed)"]
-    else:
-        lines = [f"{name}: {line}"]
+    nothing = " (nothing was indexed)" if line and outcome.get("new") is None else ""
+    lines = [f"{name}: {line or 'the crawl did not run'}{nothing}"]
     status, message = outcome.get("status"), outcome.get("message") or ""
     if status != "success":
         lines.append(f"  {status}: {plain_error(message) or 'no message'}")
@@ -168,7 +164,7 @@ def print_hits(hits: Sequence[Any], threshold: float | None) -> None:
     else:
         print("no results")
     best = max(h.score for h in hits) if hits else None  # hybrid order is not cosine order
-    weak = bool(hits) and threshold is not None and (best is None or best < threshold)
+    weak = best is not None and threshold is not None and best < threshold
     print(
         f"best cosine similarity: {'-' if best is None else f'{best:.3f}'}"
         + (f" (weak match: under {threshold:.2f}; recorded, see `freshness weak`)" if weak else "")

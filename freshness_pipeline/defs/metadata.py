@@ -12,7 +12,9 @@ from ..adapters.vectorstores.lance_paths import table_folder
 from ..config import Settings, dagster_home
 from ..core.tables import Kind, Table, utc_minute
 
-# vector_index's metadata besides the run's counts (`run_summary.summarize` tells them apart)
+ROW_COUNT = "dagster/row_count"
+URI = "dagster/uri"
+# vector_index's metadata besides the run's counts (`run_summary.outcome` tells them apart)
 INDEX_EXTRAS = (
     "stale_share",
     "change_share",
@@ -20,11 +22,9 @@ INDEX_EXTRAS = (
     "namespace",
     "reindex_reason",
     "top_changed_pages",
-    "dagster/row_count",
-    "dagster/uri",
+    ROW_COUNT,
+    URI,
 )
-ROW_COUNT = "dagster/row_count"
-URI = "dagster/uri"
 DEFAULT_OWNERS = ("team:freshness",)  # without `owners:` in the sources file
 
 

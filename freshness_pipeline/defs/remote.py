@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from .run_summary import PARTITION_TAG, Check, RunFacts, outcome, short
-from .tags import run_tags
+from .run_summary import Check, RunFacts, failed_checks, outcome, short
+from .tags import PARTITION_TAG, run_tags
 
 if TYPE_CHECKING:
     from dagster_graphql import DagsterGraphQLClient
@@ -39,18 +39,16 @@ PAGE = 1000  # events per query
 CELERY_QUEUE_MARKER = "celery_queue_wait"  # dagster-celery's engine event: a step submitted to its queue
 WORKER_NOTE_S = 5.0  # a step submitted this long and started by no worker: said once
 
-_ERROR = "fragment E on PythonError { message cause { message cause { message } } }"
 _ADD_PARTITION = """mutation($selector: RepositorySelector!, $name: String!, $key: String!) {
   addDynamicPartition(repositorySelector: $selector, partitionsDefName: $name, partitionKey: $key) {
-    __typename ... on PythonError { message } ... on UnauthorizedError { message }
+    __typename ... on Error { message }
   }
 }"""
-_EVENTS = (
-    """query($runId: ID!, $after: String, $limit: Int) {
+# The metadata types of the values `outcome` reads (counts, texts, JSON); an error and its causes.
+_EVENTS = """query($runId: ID!, $after: String, $limit: Int) {
   logsForRun(runId: $runId, afterCursor: $after, limit: $limit) {
     __typename
-    ... on PythonError { message }
-    ... on RunNotFoundError { message }
+    ... on Error { message }
     ... on EventConnection {
       cursor hasMore
       events {
@@ -67,19 +65,14 @@ _EVENTS = (
   }
 }
 fragment M on MetadataEntry {
-  label __typename
+  label
   ... on IntMetadataEntry { intRepr }
   ... on FloatMetadataEntry { floatValue }
-  ... on BoolMetadataEntry { boolValue }
   ... on TextMetadataEntry { text }
   ... on JsonMetadataEntry { jsonString }
-  ... on MarkdownMetadataEntry { mdStr }
-  ... on UrlMetadataEntry { url }
-  ... on PathMetadataEntry { path }
 }
+fragment E on PythonError { className message causes { message } }
 """
-    + _ERROR
-)
 
 
 class SubmitError(RuntimeError):
@@ -145,8 +138,7 @@ class _Events:
     def __init__(self, endpoint: str, run_id: str, source: str) -> None:
         self.endpoint, self.cursor = endpoint, None
         self.facts = RunFacts(run_id, source, False, "STARTED")
-        self.queued: dict[str, tuple[str, float]] = {}  # step -> (Celery queue, when seen submitted)
-        self.started: set[str] = set()
+        self.queued: dict[str, tuple[str, float]] = {}  # step -> (Celery queue, when submitted), till it starts
 
     def read(self) -> None:
         while True:
@@ -167,29 +159,22 @@ class _Events:
             facts.materialized[asset] = {m["label"]: _value(m) for m in e["metadataEntries"]}
         elif kind == "AssetCheckEvaluationEvent":
             c = e["evaluation"]
-            name = c["checkName"]
-            facts.checks.append(Check(name, c["severity"], c["success"], c["description"], name in _blocking()))
+            facts.checks.append(Check(c["checkName"], c["severity"], c["success"], c["description"]))
         elif kind == "ExecutionStepStartEvent":
-            self.started.add(e["stepKey"])
+            self.queued.pop(e["stepKey"], None)
             facts.running.append(e["stepKey"])
         elif kind in ("ExecutionStepSuccessEvent", "ExecutionStepFailureEvent") and e["stepKey"] in facts.running:
             facts.running.remove(e["stepKey"])
         elif kind == "EngineEvent" and e["markerStart"] == CELERY_QUEUE_MARKER and e["stepKey"]:
             queue = m.group(1) if (m := re.search(r'to queue "([^"]+)"', e["message"] or "")) else "?"
             self.queued[e["stepKey"]] = (queue, time.monotonic())
-        if kind == "ExecutionStepFailureEvent" and e["error"]:
-            facts.step_failures.append(f"{e['stepKey']}: {_error(e['error'])}")
-        elif kind == "RunFailureEvent":
-            facts.run_failures.append(_cause(e["error"]) if e["error"] else (e["message"] or "").strip())
-
-    def waiting_for_worker(self) -> tuple[str, str] | None:
-        """(step, queue) of a step submitted to Celery over `WORKER_NOTE_S` ago that no
-        worker has started."""
-        now = time.monotonic()
-        for step, (queue, since) in self.queued.items():
-            if step not in self.started and now - since >= WORKER_NOTE_S:
-                return step, queue
-        return None
+        if kind == "ExecutionStepFailureEvent" and e["error"]:  # the step's own error, under Dagster's wrapper
+            own = (e["error"]["causes"] or [e["error"]])[0]
+            facts.step_failures.append(f"{e['stepKey']}: {short(own['message'])}")
+            facts.blocked += failed_checks(e["error"]["className"], e["error"]["message"])
+        elif kind == "RunFailureEvent":  # its innermost error; none for a run failed from outside
+            error = e["error"] and [e["error"], *e["error"]["causes"]][-1]
+            facts.run_failures.append(short(error["message"]) if error else (e["message"] or "").strip())
 
 
 def _watch(client: DagsterGraphQLClient, events: _Events) -> dict[str, Any]:
@@ -198,8 +183,9 @@ def _watch(client: DagsterGraphQLClient, events: _Events) -> dict[str, Any]:
     facts, said = events.facts, False
     while (status := client.get_run_status(facts.run_id).value) not in FINISHED:
         events.read()
-        if not said and (waiting := events.waiting_for_worker()):
-            step, queue = waiting
+        late = [(step, q) for step, (q, since) in events.queued.items() if time.monotonic() - since >= WORKER_NOTE_S]
+        if late and not said:
+            step, queue = late[0]
             print(
                 f"{facts.source}: {step} waiting for a worker (queue {queue}): submitted to Celery, "
                 "started by no worker yet",
@@ -214,30 +200,6 @@ def _watch(client: DagsterGraphQLClient, events: _Events) -> dict[str, Any]:
 
 
 def _value(entry: dict[str, Any]) -> Any:
-    kind = entry["__typename"]
-    if kind == "IntMetadataEntry":
+    if "intRepr" in entry:
         return int(entry["intRepr"])
-    if kind == "JsonMetadataEntry":
-        return json.loads(entry["jsonString"])
-    for key in ("floatValue", "boolValue", "text", "mdStr", "url", "path"):
-        if key in entry:
-            return entry[key]
-    return None
-
-
-def _blocking() -> set[str]:
-    """The checks that stop `vector_index` when they fail (the job's specs, read here)."""
-    from .assets import refresh_assets
-
-    return {spec.name for asset in refresh_assets for spec in getattr(asset, "check_specs", ()) if spec.blocking}
-
-
-def _error(error: dict[str, Any]) -> str:
-    """A step's own error (the one under Dagster's wrapper), as `ClassName: message`."""
-    return short((error.get("cause") or error)["message"])
-
-
-def _cause(error: dict[str, Any]) -> str:
-    while error.get("cause"):
-        error = error["cause"]
-    return short(error["message"])
+    return json.loads(entry["jsonString"]) if "jsonString" in entry else entry.get("floatValue", entry.get("text"))

@@ -23,13 +23,13 @@ from ..config import load_settings
 from ..pipeline.attempts import committed
 from .executors import BROKER_TAG
 from .metadata import INDEX_EXTRAS
+from .tags import PARTITION_TAG
 
 if TYPE_CHECKING:  # the type of Dagster's error records; not part of its public API
     from dagster_shared.error import SerializableErrorInfo
 
 SHOWN_ERRORS = 20
 INDEX_STEP = "vector_index"  # the step that commits
-PARTITION_TAG = "dagster/partition"
 SUMMARIZED = ("fetched_pages", "section_manifest", "vector_index")  # the assets `outcome` reads
 # The error of the steps and the run that Dagster ends because a SIGINT (or SIGTERM) reached
 # the process executing them: in-process, this command's own Ctrl-C.
@@ -44,7 +44,6 @@ class Check:
     severity: str  # "ERROR" | "WARN"
     passed: bool
     description: str | None
-    blocking: bool
 
 
 @dataclass
@@ -59,6 +58,7 @@ class RunFacts:
     checks: list[Check] = field(default_factory=list)
     step_failures: list[str] = field(default_factory=list)  # "step: Error: message"
     run_failures: list[str] = field(default_factory=list)
+    blocked: list[str] = field(default_factory=list)  # the checks that stopped their step (`CHECK_FAILED`)
     running: list[str] = field(default_factory=list)  # steps started and not ended when read
 
 
@@ -84,7 +84,7 @@ def outcome(facts: RunFacts) -> dict[str, Any]:
     out["checks"] = [
         {"name": c.name, "severity": c.severity, "passed": c.passed, "description": c.description} for c in failed
     ]
-    blocked = [c for c in failed if c.blocking and c.severity == "ERROR"]
+    blocked = [c for c in failed if c.name in facts.blocked]
     if blocked and index is None:
         message = "; ".join(f"{c.name}: {c.description or 'failed'}" for c in blocked)
         return {**out, "status": "blocked", "message": message}
@@ -107,12 +107,11 @@ def outcome(facts: RunFacts) -> dict[str, Any]:
 
 
 def _commit(facts: RunFacts) -> dict[str, Any] | None:
-    if facts.source is None:
+    if facts.source is None:  # a run of no partition
         return None
     settings = load_settings()
-    if facts.source not in {s.name for s in settings.sources}:
-        return None
-    return committed(settings, facts.source, facts.run_id)
+    known = facts.source in {s.name for s in settings.sources}
+    return committed(settings, facts.source, facts.run_id) if known else None
 
 
 def from_events(run: dg.DagsterRun, events: Iterable[dg.DagsterEvent]) -> RunFacts:
@@ -126,7 +125,7 @@ def from_events(run: dg.DagsterRun, events: Iterable[dg.DagsterEvent]) -> RunFac
             facts.materialized[m.asset_key.to_user_string()] = {k: v.value for k, v in m.metadata.items()}
         elif e.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION:
             c = e.asset_check_evaluation_data
-            facts.checks.append(Check(c.check_name, c.severity.value, c.passed, c.description, bool(c.blocking)))
+            facts.checks.append(Check(c.check_name, c.severity.value, c.passed, c.description))
         elif e.event_type == dg.DagsterEventType.STEP_START and e.step_key:
             facts.running.append(e.step_key)
         elif e.event_type in (dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE):
@@ -134,11 +133,11 @@ def from_events(run: dg.DagsterRun, events: Iterable[dg.DagsterEvent]) -> RunFac
                 facts.running.remove(e.step_key)
             if e.is_step_failure and e.step_failure_data.error:
                 failure = e.step_failure_data.error
-                facts.step_failures.append(f"{e.step_key}: {_message(failure.cause or failure)}")
+                facts.step_failures.append(f"{e.step_key}: {short((failure.cause or failure).message)}")
+                facts.blocked += failed_checks(failure.cls_name, failure.message)
         elif e.event_type == dg.DagsterEventType.RUN_FAILURE:
-            # A run failed from outside (run monitoring) has no error record.
-            error = getattr(e.event_specific_data, "error", None)
-            broker = _broker(error, run.tags.get(BROKER_TAG)) if error is not None else ""
+            error = getattr(e.event_specific_data, "error", None)  # none for a run failed from outside
+            broker = _broker(error, run.tags.get(BROKER_TAG))
             facts.run_failures.append(broker + _cause(error) if error is not None else (e.message or "").strip())
     return facts
 
@@ -158,13 +157,16 @@ def summarize(context: dg.RunFailureSensorContext) -> dict[str, Any]:
         materialized += [r.event_log_entry.dagster_event for r in found if r.run_id == run.run_id]
     failures = context.get_step_failure_events()
     facts = from_events(run, [e for e in [*materialized, *failures, context.failure_event] if e is not None])
-    for e in failures:
-        error = e.step_failure_data.error
-        if error is not None and error.cls_name == CHECK_FAILED:
-            # Dagster's message: a first line, then "asset: check,check" per asset
-            names = (n for line in error.message.splitlines()[1:] for n in line.split(": ", 1)[-1].split(","))
-            facts.checks += [Check(name.strip(), "ERROR", False, None, True) for name in names]
+    facts.checks += [Check(name, "ERROR", False, None) for name in facts.blocked]
     return outcome(facts)
+
+
+def failed_checks(error_class: str | None, message: str) -> list[str]:
+    """The checks a step's `CHECK_FAILED` error names (Dagster's message: a first line, then
+    "asset: check,check" per asset); none for another error."""
+    if error_class != CHECK_FAILED:
+        return []
+    return [n.strip() for line in message.splitlines()[1:] for n in line.split(": ", 1)[-1].split(",")]
 
 
 def interrupted(events: Iterable[dg.DagsterEvent]) -> bool:
@@ -178,30 +180,19 @@ def _first(pages: dict[str, str] | None) -> dict[str, str]:
     return dict(sorted((pages or {}).items())[:SHOWN_ERRORS])
 
 
-def _broker(error: SerializableErrorInfo, broker: str | None) -> str:
+def _broker(error: SerializableErrorInfo | None, broker: str | None) -> str:
     """ "the Celery broker URL: " when the error chain went through Celery's broker client
     (kombu), whose errors (ConnectionRefusedError, Error 111 connecting to host:port) name no
     service; else ""."""
-    chain: list[SerializableErrorInfo] = []
-    link: SerializableErrorInfo | None = error
-    while link is not None:
-        chain.append(link)
-        link = link.cause
-    if not any("/kombu/" in frame for e in chain for frame in e.stack):
-        return ""
-    return f"the Celery broker {broker or '($FRESHNESS_CELERY_BROKER)'} is unreachable: "
+    while error is not None and not any("/kombu/" in frame for frame in error.stack):
+        error = error.cause
+    return "" if error is None else f"the Celery broker {broker or '($FRESHNESS_CELERY_BROKER)'} is unreachable: "
 
 
 def _cause(error: SerializableErrorInfo) -> str:
     """The innermost exception of a chain (what a run failure wraps many times over)."""
     while error.cause is not None:
         error = error.cause
-    return _message(error)
-
-
-def _message(error: SerializableErrorInfo) -> str:
-    """An exception as `ClassName: message`, no module path. A step's own error is the one
-    under Dagster's wrapper: it names the source and what was kept, which its causes don't."""
     return short(error.message)
 
 

@@ -26,23 +26,13 @@ from ..pipeline.errors import Interrupted
 from .executors import EXECUTOR_ENV, executor_name
 from .partitions import sources_partitions
 from .remote import URL_ENV
-from .run_summary import PARTITION_TAG, from_events, interrupted, outcome
-from .tags import run_tags
+from .run_summary import from_events, interrupted, outcome
+from .tags import PARTITION_TAG, run_tags
 
 __all__ = ["Interrupted", "run_refresh", "run_refreshes"]
 JOB = "refresh"
 IN_FLIGHT_POLL_S = 1.0  # how often a source's run in flight (the UI's, a sensor's) is looked at
-IN_FLIGHT = [
-    dg.DagsterRunStatus.QUEUED,
-    dg.DagsterRunStatus.STARTING,
-    dg.DagsterRunStatus.STARTED,
-    dg.DagsterRunStatus.CANCELING,
-]
-
-
-def run_config(log_level: str) -> dict[str, Any]:
-    """The console's level (the executor is the location's: `executors.py`)."""
-    return {"loggers": {"console": {"config": {"log_level": log_level}}}}
+IN_FLIGHT = [dg.DagsterRunStatus(s) for s in ("QUEUED", "STARTING", "STARTED", "CANCELING")]
 
 
 def run_refresh(
@@ -66,11 +56,8 @@ def run_refreshes(
             f"submit them to its webserver with `freshness run --submit URL` (or ${URL_ENV})"
         )
     instance = dg.DagsterInstance.get()
-    partitions = str(sources_partitions.name)
     order = list(dict.fromkeys(sources))
-    new = [s for s in order if not instance.has_dynamic_partition(partitions, s)]
-    if new:
-        instance.add_dynamic_partitions(partitions, new)
+    instance.add_dynamic_partitions(str(sources_partitions.name), order)  # those it has are kept
     from .definitions import defs  # the code location, loaded once the instance is ready
 
     job = defs.resolve_job_def(JOB)
@@ -84,7 +71,7 @@ def run_refreshes(
                 run_id=run_id,
                 tags=run_tags(tier, tags),
                 raise_on_error=False,
-                run_config={"loggers": run_config(log_level)["loggers"]},
+                run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
             )
             stopped = interrupted(result.all_events)  # Dagster made the Ctrl-C a failed run
         except KeyboardInterrupt:  # outside the run's steps: before it, or as it ended
