@@ -111,7 +111,9 @@ def _stage(
 
 
 def _blocks(page: PageRow, fresh: set[str], blocks: frozenset[str]) -> frozenset[str]:
-    """The template blocks a page's text is cut without: a kept text's own as well."""
+    """The template blocks a page's text is cut without. A kept text's own as well: the
+    chrome of the build it came from repeated across that build's pages, so it was learned
+    then and stripped from its sections, where this run's pages may no longer teach it."""
     return blocks if page.url in fresh or not page.cut_blocks else blocks | frozenset(page.cut_blocks)
 
 
