@@ -19,14 +19,14 @@ from .rows import write_rows
 @dataclass(frozen=True, slots=True)
 class StagedPage:
     """The section stage's decision about one page: its new signature (None: its sections
-    go) and the template blocks its text had (`cut_blocks`, recorded by the commit), the URL
-    it moved to, or why it could not be segmented (its sections stay)."""
+    go), the URL it moved to, or why it could not be segmented (its sections stay); the
+    template blocks its text had (`cut_blocks`, recorded by the commit)."""
 
     url: str
     signature: str | None = None
-    cut_blocks: tuple[str, ...] | None = None
     moved_to: str | None = None
     error: str | None = None
+    cut_blocks: tuple[str, ...] | None = None
 
 
 class SectionStaging:
