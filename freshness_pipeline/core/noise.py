@@ -28,6 +28,7 @@ __all__ = [
     "block_fingerprint",
     "learn_template_blocks",
     "normalize",
+    "strip_template_blocks",
 ]
 
 # 2: page dates are only the declared ones (core/extract.py): every page is extracted again.
@@ -395,7 +396,17 @@ def normalize(
     # Again as the result reads: a rule's edit can make code (`    x` left where a date went)
     # or end a block. The result's parse is kept: `segment` splits the same text.
     markdown = _blank_lines_around_code(page.text).text
-    if template_blocks:
-        learned = frozenset(template_blocks)
-        markdown = "\n\n".join(text for text, fps in _template_candidates(markdown) if not fps & learned)
-    return markdown
+    return strip_template_blocks(markdown, template_blocks)[0]
+
+
+def strip_template_blocks(markdown: str, template_blocks: Collection[str]) -> tuple[str, frozenset[str]]:
+    """`markdown` (normalized) without its template blocks, and the fingerprints of those it had."""
+    if not template_blocks:
+        return markdown, frozenset()
+    learned, kept, stripped = frozenset(template_blocks), [], set[str]()
+    for text, fps in _template_candidates(markdown):
+        if found := fps & learned:
+            stripped |= found
+        else:
+            kept.append(text)
+    return "\n\n".join(kept), frozenset(stripped)

@@ -40,6 +40,7 @@ class PageRow:
     title: str | None = None
     page_date: str | None = None
     indexed_signature: str | None = None
+    cut_blocks: list[str] | None = None  # the template blocks its text had when its indexed sections were cut
     tier: str = "warm"
     flag: str | None = None
     miss_count: int = 0

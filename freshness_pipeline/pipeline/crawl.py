@@ -74,6 +74,7 @@ class CrawlReport:
     tiers: dict[str, int] = field(default_factory=dict)  # live pages per tier, after this crawl
     for_review: dict[str, str] = field(default_factory=dict)  # every page flagged now, url -> why
     tier: str | None = None
+    fetched_at: float = 0.0  # the `last_fetched` of every page this crawl had an answer from
     seconds: float = 0.0
 
     def page_counts(self) -> dict[str, int]:
@@ -141,7 +142,7 @@ def crawl(ctx: SourceContext, *, run_id: str, tier: str | None = None, allow_mas
         turned = _turns(ctx, new_texts, known)
         results = hold_mass_redirects(results, policy)
         results, rewrites = hold_mass_rewrites(results, turned, known, policy, allow=allow_mass_gone)
-        now = time.time()
+        now = report.fetched_at = time.time()
         fetch_urls = {t.url: t.fetch_url for t in targets}
         run = CrawlRun(src.name, now, found.listed, found.lastmod, fetch_urls, not_found, rewrites.pending)
         ledger = Ledger(known, run, policy)

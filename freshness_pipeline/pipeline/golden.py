@@ -165,8 +165,8 @@ def _segmented(
         page = pages[url]
         md = ctx.store.pages.markdown(ctx.name, [url], run_id=run_id).get(url, "")
         _, sections = segment_one(SegmentJob(url, md, page.page_date, page.title, frozenset(blocks), ctx.tokenizer))
-        if isinstance(sections, list):
-            out.update((s.id, s.content_hash) for s in sections)
+        if not isinstance(sections, str):
+            out.update((s.id, s.content_hash) for s in sections.sections)
     return out
 
 

@@ -12,11 +12,11 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from itertools import chain, islice
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from ..adapters.embedders.tokenizer import TokenizerSpec
 from ..core.models import PageText, Section
-from ..core.noise import RULES, normalize
+from ..core.noise import RULES, normalize, strip_template_blocks
 from ..core.segment import segment
 
 T = TypeVar("T")
@@ -62,15 +62,20 @@ def extract_one(job: ExtractJob) -> PageText:
         return PageText(job.url, "", None, None, error=f"extraction failed: {exc!r}"[:500])
 
 
-def segment_one(job: SegmentJob) -> tuple[str, list[Section] | str]:
+class Cut(NamedTuple):
+    sections: list[Section]
+    blocks: frozenset[str]  # the fingerprints of the template blocks the page's text had
+
+
+def segment_one(job: SegmentJob) -> tuple[str, Cut | str]:
     """Sections of one page, or an error message naming what went wrong."""
     try:
         # Rules already ran at extraction; here only the source's template blocks go.
-        md = normalize(job.markdown, url=job.url, disabled=RULES.keys(), template_blocks=job.template_blocks)
+        md = normalize(job.markdown, url=job.url, disabled=RULES.keys())
+        md, stripped = strip_template_blocks(md, job.template_blocks)
         t = job.tokenizer
-        return job.url, segment(
-            job.url, md, page_date=job.page_date, title=job.title, budget=t.budget, count=t.counter()
-        )
+        sections = segment(job.url, md, page_date=job.page_date, title=job.title, budget=t.budget, count=t.counter())
+        return job.url, Cut(sections, stripped)
     except Exception as exc:
         return job.url, f"segmentation failed: {exc!r}"[:500]
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from itertools import islice
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete
+from sqlalchemy import Connection, bindparam, delete, exists, select
 
 from ...core.models import Plan, Section
 from ...core.state import ChangeEvent, SourceState
@@ -53,8 +53,10 @@ def commit_plan(
     for plan in plans:
         _apply_sections(conn, source, plan, replace_all=replace_all, now=now)
         _record_redirects(conn, source, plan, now)
-    if staged_run is not None and (blocks := promote_page_rows(conn, source, staged_run)) is not None:
-        state.template_blocks = blocks
+    if staged_run is not None:
+        if (blocks := promote_page_rows(conn, source, staged_run)) is not None:
+            state.template_blocks = blocks
+        _record_cut_blocks(conn, source, staged_run)
     _record_signatures(conn, source, signatures)
     _record_events(conn, source, events, now)
     conn.execute(delete(schema.pending_writes).where(schema.pending_writes.c.source == source))
@@ -114,6 +116,16 @@ def _record_signatures(conn: Connection, source: str, signatures: Mapping[str, s
         .values(indexed_signature=bindparam("b_sig")),
         [{"b_source": source, "b_url": u, "b_sig": sig} for u, sig in signatures.items()],
     )
+
+
+def _record_cut_blocks(conn: Connection, source: str, run_id: str) -> None:
+    """The template blocks each page re-segmented by `run_id` had: a re-index that must cut
+    a page's kept text again strips them too (pipeline/sections.py)."""
+    p, s = schema.pages, schema.staged_pages
+    staged = (s.c.source == p.c.source, s.c.run_id == run_id, s.c.url == p.c.url)
+    cut = exists().where(*staged, s.c.signature.is_not(None), s.c.error.is_(None))
+    blocks = select(s.c.cut_blocks).where(*staged).scalar_subquery()
+    conn.execute(p.update().where(p.c.source == source, cut).values(cut_blocks=blocks))
 
 
 def _record_events(conn: Connection, source: str, events: Iterable[ChangeEvent], now: float) -> None:

@@ -22,13 +22,15 @@ class Pages:
 
     def load(self, source: str, *, with_markdown: bool = True, run_id: str | None = None) -> dict[str, PageRow]:
         """Every page of `source`; with `run_id`, as that run's stages see them: its
-        crawl's staged rows over the committed ones (keeping their `indexed_signature`)."""
+        crawl's staged rows over the committed ones (keeping their `indexed_signature` and
+        `cut_blocks`)."""
         out = self._load(schema.pages, source, with_markdown=with_markdown)
         if run_id is not None:
             staged = self._load(schema.staged_page_rows, source, with_markdown=with_markdown, run_id=run_id)
             for url, row in staged.items():
                 committed = out.get(url)
-                row.indexed_signature = committed.indexed_signature if committed else None
+                if committed is not None:
+                    row.indexed_signature, row.cut_blocks = committed.indexed_signature, committed.cut_blocks
                 if with_markdown and row.markdown is None and committed is not None:
                     row.markdown = committed.markdown
                 out[url] = row

@@ -54,6 +54,7 @@ pages = Table(
     Column("title", Text),
     Column("page_date", String(10)),
     Column("indexed_signature", String(64)),  # signature of what the manifest holds
+    Column("cut_blocks", JSON),  # the template blocks its text had when those sections were cut
     Column("tier", String(8), nullable=False),
     Column("flag", Text),  # soft 404, bot wall, repeated errors: for review
     Column("miss_count", Integer, nullable=False),
@@ -322,6 +323,7 @@ staged_pages = Table(
     Column("run_id", String(64), primary_key=True),
     Column("url", String(2048), primary_key=True),
     Column("signature", String(64)),
+    Column("cut_blocks", JSON),
     Column("moved_to", String(2048)),
     Column("error", Text),
 )

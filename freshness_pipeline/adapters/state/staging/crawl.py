@@ -14,8 +14,9 @@ from ..dialect import chunks, upsert_rows, upsert_select
 from ..pages import split_by_text
 from .rows import BATCH, write_rows
 
-# A staged page row holds every column of `pages` but the commit's own `indexed_signature`.
-_STAGED_PAGE_FIELDS = tuple(n for n in PageRow.__dataclass_fields__ if n != "indexed_signature")
+# A staged page row holds every column of `pages` but the commit's own (`indexed_signature`,
+# `cut_blocks`).
+_STAGED_PAGE_FIELDS = tuple(n for n in PageRow.__dataclass_fields__ if n not in ("indexed_signature", "cut_blocks"))
 Extract = tuple[str, str | None, str | None, str | None]  # markdown, title, date, error
 
 

@@ -19,12 +19,14 @@ from .rows import write_rows
 @dataclass(frozen=True, slots=True)
 class StagedPage:
     """The section stage's decision about one page: its new signature (None: its sections
-    go), the URL it moved to, or why it could not be segmented (its sections stay)."""
+    go), the URL it moved to, or why it could not be segmented (its sections stay); the
+    template blocks its text had (`cut_blocks`, recorded by the commit)."""
 
     url: str
     signature: str | None = None
     moved_to: str | None = None
     error: str | None = None
+    cut_blocks: tuple[str, ...] | None = None
 
 
 class SectionStaging:
@@ -40,6 +42,7 @@ class SectionStaging:
                 "run_id": run_id,
                 "url": p.url,
                 "signature": p.signature,
+                "cut_blocks": None if p.cut_blocks is None else list(p.cut_blocks),
                 "moved_to": p.moved_to,
                 "error": p.error,
             }
