@@ -2,8 +2,8 @@
 failures): the summary `freshness run` prints and `attempts_sensor.py` keeps. No asset value
 is loaded, and nothing here loads the code location.
 
-The events come from where the run was watched: an in-process run's result, the instance's
-event log (the failure sensor), or a deployment's GraphQL API (`remote.py`); each reader
+The events come from where the run was watched: an in-process run's result, the failure
+sensor's context and the run's materializations (`summarize`), or a deployment's GraphQL API (`remote.py`); each reader
 makes `RunFacts`, and `outcome` is the one summary of them. A run that did not succeed may
 still have committed (interrupted or failed after its commit, a run failed from outside
 while its step went on): the state store records every commit with its run id, and the
