@@ -4,10 +4,11 @@ A section is the text under one heading (`#` or underlined, outside lists and bl
 quotes: `core/blocks.py`), keyed by page URL + heading path: its key never depends on its
 text, on its position, or on the other sections' text. A section whose retrieval text
 (heading path included) is over the token budget, counted with the embedder's own
-tokenizer, is split into chunks, deterministically: nothing is ever truncated by the model.
-Where it is split depends on the content around each cut, not on the cut's position
-(`core/boundaries.py`), and a chunk's id on its first piece: an edit in a long section
-re-embeds the chunk that holds it, not every chunk after it.
+tokenizer, is split into chunks: nothing is ever truncated by the model. The chunks it had
+when it was indexed that its text still makes are kept as they were, and only the text
+between them is cut again (`core/pieces.py`); a chunk's id is its section key and the
+fingerprint of its first piece. An edit in a long section re-embeds the chunk that holds
+it, wherever it sits, not every chunk after it.
 """
 
 from __future__ import annotations
@@ -15,14 +16,14 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from freshness_pipeline.core.blocks import Block, split_blocks
-from freshness_pipeline.core.boundaries import fingerprint, spans
 from freshness_pipeline.core.fingerprint import content_hash, simhash
 from freshness_pipeline.core.models import Section
-from freshness_pipeline.core.retrieval import inline_text, plain_text, retrieval_text
+from freshness_pipeline.core.pieces import Piece, anchor, kept, list_items, render, table_rows
+from freshness_pipeline.core.retrieval import inline_text, retrieval_text
 from freshness_pipeline.core.tokens import get_encoding
 
 __all__ = ["CHUNKER_VERSION", "TokenCount", "section_key", "segment"]
@@ -34,9 +35,9 @@ __all__ = ["CHUNKER_VERSION", "TokenCount", "section_key", "segment"]
 # 4: headings as CommonMark reads them (core/blocks.py): underlined ones start sections,
 # `#` lines in list items, block quotes and html blocks do not; a heading's text is its
 # inline markdown's words, as the body's (entities decoded, `_` emphasis gone).
-# 5: a section over the budget is cut where its pieces' content says (core/boundaries.py),
-# a table row starting a chunk brings the table's header, and a chunk's id is its section
-# key and content anchor. The re-index embeds only the chunks of sections over the budget
+# 5: a section over the budget keeps the chunks it was indexed with that still stand
+# (core/pieces.py), a table row starting a chunk brings the table's header, and a chunk's
+# id is its section key and content anchor. The re-index embeds only the chunks of sections over the budget
 # (a section that fits keeps its text, and the embedding cache its vector): on the shipped
 # corpora 15-37% of a site's characters at 400 cl100k tokens, 44-60% at the local model's
 # 256 wordpieces; for a 10,000-page site, that share of its first index's embedding, once.
@@ -99,17 +100,6 @@ def _all_sections(markdown: str) -> Iterator[tuple[tuple[str, ...], list[Block]]
 
 
 @dataclass(frozen=True, slots=True)
-class _Piece:
-    """A unit of a long section: a paragraph, a list item, a table row, a code block, or
-    a cut of one that alone is over the budget."""
-
-    text: str
-    joiner: str  # placed before it when it follows another piece in the same chunk
-    header: str = ""  # a table row's header and delimiter rows: a chunk starting at the row repeats them
-    table: int = -1  # the block whose table row it is
-
-
-@dataclass(frozen=True, slots=True)
 class _Chunk:
     """One chunk of a section: its markdown and its content anchor (part of its id)."""
 
@@ -117,47 +107,15 @@ class _Chunk:
     anchor: str
 
 
-# In a long section, runs between content-defined cuts average a third of the budget after
-# the heading path, and a run under half that joins the next: chunks come out at about half
-# the budget, and an edit re-embeds about that much.
-TARGET_SHARE = 3
-_ITEM = re.compile(r"^(\s*)(?:[-*+]|\d{1,9}[.)])(?:\s|$)")
-_DELIMITER_ROW = re.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$")
-
-
-def _rows(block: str) -> tuple[str, list[str]] | None:
-    """(header and delimiter rows, body rows) of a block that is one pipe table."""
-    lines = block.split("\n")
-    if len(lines) > 2 and lines[0].lstrip().startswith("|") and _DELIMITER_ROW.match(lines[1]):
-        return "\n".join(lines[:2]), lines[2:]
-    return None
-
-
-def _items(block: str) -> list[str] | None:
-    """The items of a block that is one list (each with its nested lines), else None."""
-    lines = block.split("\n")
-    first = _ITEM.match(lines[0])
-    if first is None:
-        return None
-    indent = len(first.group(1))
-    items: list[list[str]] = []
-    for line in lines:
-        m = _ITEM.match(line)
-        if m is not None and len(m.group(1)) == indent:
-            items.append([line])
-        else:
-            items[-1].append(line)
-    return ["\n".join(item) for item in items]
-
-
 class _Chunker:
     """Cuts a section body into chunks whose retrieval text is at most `budget` tokens.
 
-    A body over the budget is cut between its pieces where their content says
-    (`core/boundaries.py`), on estimated sizes (each piece counted once, plus one token
-    per joint); every chunk is then counted exactly, and one that markup across pieces
-    made too long is cut again with an exact count per step. A 2,000-item list then costs
-    one count per item, not one per item per chunk.
+    A body over the budget keeps the chunks it had when indexed that its pieces still make
+    (`core/pieces.py`); the pieces between them are packed into as few chunks as fit, on
+    estimated sizes (each piece counted once, plus one token per joint). Every new chunk is
+    then counted exactly, and one that markup across pieces made too long is packed again
+    with an exact count per step. A 2,000-item list then costs one count per item, not one
+    per item per chunk.
     """
 
     def __init__(self, budget: int, count: TokenCount, heading_path: tuple[str, ...]) -> None:
@@ -168,7 +126,6 @@ class _Chunker:
         self.base = self.count("")  # the heading path (and a model's special tokens)
         if self.base > budget - 4:  # a heading path alone must leave room for words
             raise ValueError(f"heading {' > '.join(heading_path)!r} alone is over the {budget}-token budget")
-        self.target = max(1.0, (budget - self.base) / TARGET_SHARE)
 
     def measure(self, markdown: str) -> tuple[str, int]:
         """(retrieval text, its tokens) of a chunk's markdown, each computed once."""
@@ -183,82 +140,93 @@ class _Chunker:
     def fits(self, markdown: str) -> bool:
         return self.count(markdown) <= self.budget
 
-    def chunks(self, blocks: list[Block]) -> list[_Chunk]:
-        """The chunks of a section body; one (anchored "0") when it fits, else anchored by
-        the fingerprint of their first piece ("~2", "~3" on a repeat)."""
+    def chunks(self, blocks: list[Block], previous: Sequence[tuple[str, str]]) -> list[_Chunk]:
+        """The chunks of a section body: one, anchored "0", when it fits. Else the chunks of
+        `previous` ((anchor, markdown) as indexed) that still stand, and the pieces between
+        them packed afresh, each new chunk anchored by its first piece ("~2", "~3" when
+        that anchor is taken)."""
         body = "\n\n".join(b.text for b in blocks)
         if self.fits(body):
             return [_Chunk(body, "0")]
         pieces = [p for i, block in enumerate(blocks) for p in self._block_pieces(block, i)]
-        fps = [fingerprint(plain_text(p.text)) for p in pieces]  # markup-only edits move no cut
-        sizes, header = [], []  # tokens of each piece in a chunk; of its header, if it starts one
-        for i, p in enumerate(pieces):
-            own = self.count(f"{p.header}\n{p.text}" if p.header else p.text) - self.base + 1
-            repeated = self.count(p.header) - self.base + 1 if p.header and pieces[i - 1].table == p.table else 0
-            sizes.append(max(1, own - repeated))
-            header.append(repeated)
-
-        def fits(start: int, end: int) -> bool:  # estimated
-            return self.base + header[start] + sum(sizes[start:end]) <= self.budget
-
-        cuts: list[tuple[int, int]] = []
-        for a, b in spans(fps, sizes, fits, self.target, self.target / 2):
-            cuts += [(a, b)] if self.fits(self._join(pieces[a:b])) else self._exact(pieces, a, b)
+        stand = [(a, b, name) for a, b, name in kept(pieces, previous) if self.fits(render(pieces[a:b]))]
+        cuts: list[tuple[int, int, str]] = []
+        end = 0
+        for a, b, name in [*stand, (len(pieces), len(pieces), "")]:
+            cuts += [(x, y, "") for x, y in self._pack(pieces, end, a)]
+            cuts += [(a, b, name)] if a < b else []
+            end = b
+        taken = {name for _, _, name in stand}
         out: list[_Chunk] = []
-        seen: Counter[str] = Counter()
-        for a, b in cuts:
-            anchor = f"{fps[a]:016x}"[:12]
-            seen[anchor] += 1
-            out.append(_Chunk(self._join(pieces[a:b]), anchor if seen[anchor] == 1 else f"{anchor}~{seen[anchor]}"))
+        for a, b, name in cuts:
+            if not name:
+                name = first = anchor(pieces[a])
+                while name in taken:
+                    name = f"{first}~{int(name.partition('~')[2] or 1) + 1}"
+                taken.add(name)
+            out.append(_Chunk(render(pieces[a:b]), name))
         return out
 
-    def _exact(self, pieces: list[_Piece], start: int, end: int) -> list[tuple[int, int]]:
+    def _pack(self, pieces: list[Piece], start: int, end: int) -> list[tuple[int, int]]:
+        """Pieces [start, end) packed into as few chunks as fit, in order."""
+        if start == end:
+            return []
+        if self.fits(render(pieces[start:end])):
+            return [(start, end)]
+        spans: list[tuple[int, int]] = []
+        a, used = start, 0
+        for i in range(start, end):
+            if i > a:
+                more = self.count(pieces[i].opening(pieces[i - 1])) - self.base + 1  # one token per joint
+                if used + more <= self.budget:
+                    used += more
+                    continue
+                spans.append((a, i))
+                a = i
+            used = self.count(pieces[i].opening(None))
+        spans.append((a, end))
+        out: list[tuple[int, int]] = []
+        for a, b in spans:
+            out += [(a, b)] if self.fits(render(pieces[a:b])) else self._exact(pieces, a, b)
+        return out
+
+    def _exact(self, pieces: list[Piece], start: int, end: int) -> list[tuple[int, int]]:
         """Pieces [start, end) cut into the longest runs that fit, counted exactly."""
         out: list[tuple[int, int]] = []
         a = start
         for i in range(start + 1, end):
-            if not self.fits(self._join(pieces[a : i + 1])):
+            if not self.fits(render(pieces[a : i + 1])):
                 out.append((a, i))
                 a = i
         return [*out, (a, end)]
 
-    @staticmethod
-    def _join(pieces: list[_Piece]) -> str:
-        """The markdown of consecutive pieces; a table row that starts the chunk (or its
-        table within it) brings its table's header rows."""
-        out: list[str] = []
-        for i, p in enumerate(pieces):
-            text = f"{p.header}\n{p.text}" if p.header and (i == 0 or pieces[i - 1].table != p.table) else p.text
-            out += [p.joiner, text] if out else [text]
-        return "".join(out)
-
-    def _block_pieces(self, block: Block, index: int) -> Iterator[_Piece]:
-        """A block's pieces: a table over the target by rows (each knowing its header), a
-        list over it by items, anything else whole when it fits, else cut (`_pieces`)."""
+    def _block_pieces(self, block: Block, index: int) -> Iterator[Piece]:
+        """A block's pieces: whole when it fits, else a table by rows (each knowing its
+        header), a list by items, anything else cut (`_pieces`)."""
         text = block.text
-        if block.kind == "code" or self.count(text) - self.base <= self.target:
+        if block.kind == "code" or self.fits(text):
             yield from self._pieces(text)
-        elif (table := _rows(text)) is not None and self.fits(table[0]):
+        elif (table := table_rows(text)) is not None and self.fits(table[0]):
             head, rows = table
             for i, row in enumerate(rows):
                 if self.fits(f"{head}\n{row}"):
-                    yield _Piece(row, "\n\n" if i == 0 else "\n", head, index)
+                    yield Piece(row, "\n\n" if i == 0 else "\n", head, index)
                 else:  # a row alone over the budget: read as text
                     yield from self._pieces(row, "\n\n" if i == 0 else "\n")
-        elif (items := _items(text)) is not None:
+        elif (items := list_items(text)) is not None:
             for i, item in enumerate(items):
                 yield from self._pieces(item, "\n\n" if i == 0 else "\n")
         else:
             yield from self._pieces(text)
 
-    def _pieces(self, text: str, joiner: str = "\n\n", level: int = 0) -> Iterator[_Piece]:
+    def _pieces(self, text: str, joiner: str = "\n\n", level: int = 0) -> Iterator[Piece]:
         """`text` whole if it fits, else cut at the next finer boundary: lines, sentences,
         then token windows. The separators cut at become the pieces' joiners."""
         if self.fits(text):
-            yield _Piece(text, joiner)
+            yield Piece(text, joiner)
         elif level == len(_SPLITS):
             for i, window in enumerate(self._windows(text)):
-                yield _Piece(window, joiner if i == 0 else " ")
+                yield Piece(window, joiner if i == 0 else " ")
         else:
             parts = _SPLITS[level].split(text)  # [text, separator, text, ...]
             for i in range(0, len(parts), 2):
@@ -305,16 +273,22 @@ def segment(
     budget: int = 400,
     encoding: str = "cl100k_base",
     count: TokenCount | None = None,
+    previous: Iterable[Section] = (),
 ) -> list[Section]:
     """The sections of one page's normalized markdown, each chunk's retrieval text at most
     `budget` tokens as `count` measures them (default: `encoding`, a tiktoken encoding).
 
     `url` must be the page's normalized URL: it is part of every key. `page_date` (the
     page's declared date) and `title` are payload: they never change what is embedded.
+    `previous` are the page's sections as indexed: a section over the budget keeps those of
+    its chunks that its text still makes (none given: every section is cut afresh).
     """
     if budget < 8:
         raise ValueError(f"budget must be at least 8 tokens, got {budget}")
     count = count or tiktoken_counter(encoding)
+    indexed: dict[str, list[tuple[str, str]]] = {}  # key -> (anchor, markdown) of its chunks in order
+    for s in sorted(previous, key=lambda s: s.chunk_index):
+        indexed.setdefault(s.key, []).append((s.anchor, s.text))
     out: list[Section] = []
     ordinal = 0
     for path, blocks in _sections(markdown) or _headings_only(markdown):
@@ -323,7 +297,7 @@ def segment(
             continue
         key = section_key(url, path)
         chunker = _Chunker(budget, count, path)
-        for index, chunk in enumerate(chunker.chunks(blocks)):
+        for index, chunk in enumerate(chunker.chunks(blocks, indexed.get(key, ()))):
             text = chunk.text
             embed_text, tokens = chunker.measure(text)
             out.append(
