@@ -150,21 +150,24 @@ def stale_ids(
         sig = page_signature(page.text_hash, page.title, template_hash(blocks), ctx.versions)
         if not (manifest_is_index and sig == page.indexed_signature):
             todo.append(url)
-    live = current(todo) if current is not None else _segmented(ctx, todo, pages, blocks, run_id)
+    live = current(todo) if current is not None else _segmented(ctx, todo, pages, blocks, run_id, manifest_is_index)
     for url in todo:
         stale.update(h.id for h in by_url[url] if live.get(h.id) != h.metadata.get("content_hash"))
     return stale
 
 
 def _segmented(
-    ctx: SourceContext, urls: list[str], pages: dict[str, PageRow], blocks: list[str], run_id: str | None
+    ctx: SourceContext, urls: list[str], pages: dict[str, PageRow], blocks: list[str], run_id: str | None, reuse: bool
 ) -> dict[str, str]:
-    """Record id -> content hash of these pages' sections, segmented again."""
+    """Record id -> content hash of these pages' sections, segmented again as a refresh
+    would: keeping the chunks of their indexed sections that still stand (`reuse`)."""
     out: dict[str, str] = {}
     for url in urls:
         page = pages[url]
         md = ctx.store.pages.markdown(ctx.name, [url], run_id=run_id).get(url, "")
-        _, sections = segment_one(SegmentJob(url, md, page.page_date, page.title, frozenset(blocks), ctx.tokenizer))
+        indexed = tuple(ctx.store.manifest.sections(ctx.name, [url])) if reuse else ()
+        job = SegmentJob(url, md, page.page_date, page.title, frozenset(blocks), ctx.tokenizer, indexed)
+        _, sections = segment_one(job)
         if not isinstance(sections, str):
             out.update((s.id, s.content_hash) for s in sections.sections)
     return out
