@@ -26,7 +26,8 @@ def _table(rows: list[str]) -> str:
 
 
 def _items(n: int) -> list[str]:
-    return [f"- fixed the {['client', 'pool', 'proxy'][i % 3]} timeout in release {i} ({i * 37 % 101} users)" for i in range(n)]
+    words = ["client", "pool", "proxy"]
+    return [f"- fixed the {words[i % 3]} timeout in release {i} ({i * 37 % 101} users)" for i in range(n)]
 
 
 def _list(items: list[str]) -> str:
