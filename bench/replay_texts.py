@@ -58,6 +58,7 @@ def replay(corpus: str, provider: str) -> list[tuple[int, int, int]]:
         new = {h: t for h, t in texts.items() if h not in seen}
         out.append((sections, len(new), sum(len(t) for t in new.values())))
         seen |= texts.keys()
+        indexed = {rel: page for rel, page in indexed.items() if rel in rev.docs}  # a page gone is cut afresh
     return out
 
 
