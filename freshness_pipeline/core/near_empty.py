@@ -6,8 +6,9 @@ A page that had real text and now reads as a stub with no error signal
 remembers what it showed in `PageRow.pending` (`near_empty_key`: the text as its sections
 would be cut from it, the rules applied and the template blocks of this run removed, so
 a rotating "tip of the day" is not another text). The next run that sees the same key
-takes the text, as `hold_mass_rewrites` takes a rewrite seen twice; a different short text
-restarts the count, and an error signal or the page's text coming back clears it.
+takes the text, as `mass_holds.hold_mass_rewrites` takes a rewrite seen twice; a
+different short text restarts the count, and an error signal or the page's text coming
+back clears it.
 """
 
 from __future__ import annotations
@@ -39,8 +40,7 @@ def settle_near_empty(
     """Settle each page `decisions` held as near-empty (`keys`: url -> its `near_empty_key`),
     in place: a page held for the same key last run is confirmed and takes its new text,
     any other remembers its key. Returns the run's line on the pages taken, if any."""
-    ledger = Ledger(known, run, policy)
-    ledger.decisions = decisions
+    ledger = Ledger(known, run, policy, decisions)
     taken = []
     for url, key in sorted(keys.items()):
         if (k := known.get(url)) is not None and k.pending == key:

@@ -26,14 +26,11 @@ from ..core.lifecycle import (
     CrawlRun,
     Ledger,
     LifecyclePolicy,
-    Turn,
     drop_unlisted_candidates,
-    hold_mass_gone,
-    hold_mass_redirects,
-    hold_mass_rewrites,
     is_live,
     needs_last_text,
 )
+from ..core.mass_holds import Turn, hold_mass_gone, hold_mass_redirects, hold_mass_rewrites
 from ..core.models import FetchResult, Outcome, PageText
 from ..core.near_empty import near_empty_key, settle_near_empty
 from ..core.noise import learn_template_blocks
@@ -103,7 +100,7 @@ def crawl(ctx: SourceContext, *, run_id: str, tier: str | None = None, allow_mas
     """Crawl the source (or one tier of it). Mass 404s and mass rewrites (a maintenance
     page) are held until the next run sees the same, unless `allow_mass_gone` (the spike
     override); pages redirecting en masse to one URL are always held. The rules are
-    `core/lifecycle.py`'s; this is the I/O around them. `run_id` opens the run's staging
+    `core/lifecycle.py`'s and `core/mass_holds.py`'s; this is the I/O around them. `run_id` opens the run's staging
     (dropping any other run's), which the report names."""
     started = time.time()
     src, store = ctx.source, ctx.store

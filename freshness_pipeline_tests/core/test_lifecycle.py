@@ -1,5 +1,6 @@
-"""The page lifecycle's properties (`core/lifecycle.py`), on generated crawls: when a page
-is gone, kept, flagged or moved, and that a run's rows are a function of its inputs."""
+"""The page lifecycle's properties (`core/lifecycle.py`, its outage holds in
+`core/mass_holds.py`), on generated crawls: when a page is gone, kept, flagged or moved,
+and that a run's rows are a function of its inputs."""
 
 from __future__ import annotations
 
@@ -15,13 +16,10 @@ from freshness_pipeline.core.lifecycle import (
     CrawlDecisions,
     CrawlRun,
     LifecyclePolicy,
-    Turn,
     apply_answers,
-    hold_mass_redirects,
-    hold_mass_rewrites,
     needs_last_text,
-    settle_crawl,
 )
+from freshness_pipeline.core.mass_holds import Turn, hold_mass_redirects, hold_mass_rewrites, settle_crawl
 from freshness_pipeline.core.models import FetchResult, Outcome, PageText
 from freshness_pipeline.core.responses import text_shape
 from freshness_pipeline.core.state import PageRow

@@ -65,7 +65,7 @@ pages = Table(
     Column("last_changed", Float),  # last time its normalized text changed
     Column("change_times", JSON, nullable=False),  # recent change timestamps (tiers, flapping)
     # held as an outage signature: the hash of the text it turned into, or "gone"; taken
-    # when the next run sees the same (core/lifecycle.py)
+    # when the next run sees the same (core/mass_holds.py)
     Column("pending", String(64)),
 )
 
