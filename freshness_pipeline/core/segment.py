@@ -28,7 +28,8 @@ from freshness_pipeline.core.tokens import get_encoding
 
 __all__ = ["CHUNKER_VERSION", "TokenCount", "section_key", "segment"]
 
-# Bump whenever keys, chunk boundaries or embed texts would come out differently.
+# Bump whenever a text cut with the same indexed chunks would come out in other keys, chunks
+# or embed texts.
 # 2: embed text is the retrieval text (no "as of" header, links or markup); the budget is
 # counted on it, heading path included, with the embedder's tokenizer.
 # 3: a page whose only text is its headings is one section of them.
@@ -37,10 +38,10 @@ __all__ = ["CHUNKER_VERSION", "TokenCount", "section_key", "segment"]
 # inline markdown's words, as the body's (entities decoded, `_` emphasis gone).
 # 5: a section over the budget keeps the chunks it was indexed with that still stand
 # (core/pieces.py), a table row starting a chunk brings the table's header, and a chunk's
-# id is its section key and content anchor. The re-index embeds only the chunks of sections over the budget
-# (a section that fits keeps its text, and the embedding cache its vector): on the shipped
-# corpora 0-7% of a site's characters at 400 cl100k tokens, 0-11% at the local model's
-# 256 wordpieces; for a 10,000-page site, that share of its first index's embedding, once.
+# id is its section key and content anchor. Cut afresh, a long section is packed as 4 packed
+# it but for the repeated table headers: the re-index embeds 0-7% of a shipped corpus's
+# characters at 400 cl100k tokens, 0-11% at the local model's 256 wordpieces (the embedding
+# cache keeps the rest); for a 10,000-page site, that share of its first index's embedding.
 CHUNKER_VERSION = "5"
 
 TokenCount = Callable[[str], int]  # tokens of a text, as the embedder will count them
