@@ -64,6 +64,8 @@ def kept(pieces: Sequence[Piece], previous: Sequence[tuple[str, str]]) -> list[t
     A chunk is looked for where a piece has its anchor; one anchored "0" (the section fitted
     in one chunk) at every piece, so a section that grew past the budget keeps it too.
     """
+    if not previous:  # a first index: no anchor to compute
+        return []
     by_anchor: dict[str, list[tuple[str, str]]] = {}
     whole: list[tuple[str, str]] = []
     for name, text in previous:

@@ -29,6 +29,7 @@ from ..core.urls import normalize_url
 from ..core.versions import namespace, page_signature, template_hash
 from .context import SourceContext
 from .search import ranked
+from .sections import indexed_sections
 from .workers import SegmentJob, segment_one
 
 DEPTH = 10  # results read per query (MRR looks this far)
@@ -162,11 +163,11 @@ def _segmented(
     """Record id -> content hash of these pages' sections, segmented again as a refresh
     would: keeping the chunks of their indexed sections that still stand (`reuse`)."""
     out: dict[str, str] = {}
+    indexed = indexed_sections(ctx, urls) if reuse else {}
     for url in urls:
         page = pages[url]
         md = ctx.store.pages.markdown(ctx.name, [url], run_id=run_id).get(url, "")
-        indexed = tuple(ctx.store.manifest.sections(ctx.name, [url])) if reuse else ()
-        job = SegmentJob(url, md, page.page_date, page.title, frozenset(blocks), ctx.tokenizer, indexed)
+        job = SegmentJob(url, md, page.page_date, page.title, frozenset(blocks), ctx.tokenizer, indexed.get(url, ()))
         _, sections = segment_one(job)
         if not isinstance(sections, str):
             out.update((s.id, s.content_hash) for s in sections.sections)

@@ -120,12 +120,19 @@ def _jobs(
     long section keeps the chunks of them that still stand. A re-index cuts every page
     afresh, as the version it follows may have cut them otherwise."""
     while part := list(islice(texts, STAGE_BATCH)):
-        indexed: dict[str, list[Section]] = {}
-        for s in ctx.store.manifest.sections(ctx.source.name, [url for url, _ in part]) if reuse else ():
-            indexed.setdefault(s.url, []).append(s)
+        indexed = indexed_sections(ctx, [url for url, _ in part]) if reuse else {}
         for url, md in part:
-            page, own = pages[url], tuple(indexed.get(url, ()))
+            page, own = pages[url], indexed.get(url, ())
             yield SegmentJob(url, md, page.page_date, page.title, _blocks(page, fresh, blocks), ctx.tokenizer, own)
+
+
+def indexed_sections(ctx: SourceContext, urls: list[str]) -> dict[str, tuple[Section, ...]]:
+    """url -> the page's sections as the committed manifest holds them (what a refresh cuts
+    a changed page with)."""
+    out: dict[str, list[Section]] = {}
+    for s in ctx.store.manifest.sections(ctx.source.name, urls) if urls else ():
+        out.setdefault(s.url, []).append(s)
+    return {url: tuple(sections) for url, sections in out.items()}
 
 
 def _blocks(page: PageRow, fresh: set[str], blocks: frozenset[str]) -> frozenset[str]:
