@@ -164,7 +164,7 @@ class Index:
                 from .defs.remote import submit_refreshes
 
                 yield from submit_refreshes(
-                    url, names, tier=tier, tags={ALLOW_SPIKE_TAG: "true"} if allow_spike else None
+                    url, names, self.settings.runs, tier=tier, tags={ALLOW_SPIKE_TAG: "true"} if allow_spike else None
                 )
                 return
 
@@ -178,7 +178,7 @@ class Index:
             level = "INFO" if verbose else "CRITICAL"
             require_writable_home(self.home)  # one clear line before Dagster writes its storage there
             write_instance_config(self.home)  # the queue, pools and monitoring of docs/dagster.md
-            for name, outcome in run_refreshes(names, tier=tier, tags=tags, log_level=level):
+            for name, outcome in run_refreshes(self.settings, names, tier=tier, tags=tags, log_level=level):
                 record_attempt(self.settings, name, outcome)
                 yield name, outcome
 

@@ -359,8 +359,22 @@ class Webhook(_Strict):
     backoff_s: Wait = 1.0
 
 
+class RunPolicy(_Strict):
+    """How long `freshness run` waits, for what it waits on: another run of the source, a
+    deployment's GraphQL API, a submitted run."""
+
+    # A second local run of a source waits this long for the first, then exits with one line.
+    source_wait_s: Seconds = 600.0
+    graphql_timeout_s: Annotated[float, Field(strict=True, gt=0, le=600.0)] = 30.0  # each call to --submit's URL
+    poll_s: Annotated[float, Field(strict=True, gt=0, le=60.0)] = 1.0  # between two reads of a submitted run
+    # A submitted run still not ended this long after it was submitted: the command gives up
+    # on it (the run goes on in the deployment). Past the shipped max_runtime_seconds (3600).
+    submit_wait_s: Seconds = 7200.0
+
+
 class Settings(_Strict):
     sources: list[Source]
+    runs: RunPolicy = RunPolicy()
     embedder: EmbedderConfig = EmbedderConfig()
     vector_store: VectorStoreConfig = VectorStoreConfig()
     state_url: str | None = None  # SQLAlchemy URL; default sqlite under $DAGSTER_HOME

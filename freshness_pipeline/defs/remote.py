@@ -2,12 +2,14 @@
 URL`, or `$FRESHNESS_DAGSTER_URL`): the runs go through the deployment's run queue, launcher
 and executor like the UI's, and this process only waits for them and reads what they did.
 
-Submitting and waiting use dagster-graphql's `DagsterGraphQLClient`; the two reads it has no
-method for (adding a source's partition, a run's events) are queries of the same public
-GraphQL API. The events are read as the run goes: a step that dagster-celery queued
-(its engine event "Submitting celery task for step … to queue …") and no worker started
-`WORKER_NOTE_S` later is said once on stderr, "waiting for a worker (queue NAME)". The
-summary is `run_summary.outcome`, as for a run executed here.
+Submitting, adding a source's partition, reading a run's status (`runOrError`) and its
+events are calls of the webserver's public GraphQL API, each bounded by the sources file's
+`runs.graphql_timeout_s`; whatever the server does (refuses, stays silent, answers garbage,
+`data: null`, an HTTP error, no such run), the command says so in one `SubmitError` line.
+The events are read as the run goes: a step that dagster-celery queued (its engine event
+"Submitting celery task for step … to queue …") and no worker started `WORKER_NOTE_S` later
+is said once on stderr, "waiting for a worker (queue NAME)". The summary is
+`run_summary.outcome`, as for a run executed here.
 """
 
 from __future__ import annotations
@@ -17,28 +19,40 @@ import re
 import sys
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
+from ..config import RunPolicy
+from ..pipeline.errors import ServiceError
 from .run_summary import Check, RunFacts, failed_checks, outcome, short
 from .tags import PARTITION_TAG, run_tags
-
-if TYPE_CHECKING:
-    from dagster_graphql import DagsterGraphQLClient
 
 URL_ENV = "FRESHNESS_DAGSTER_URL"
 LOCATION = "freshness_pipeline"  # workspace.yaml's location name
 REPOSITORY = "__repository__"  # the repository of a location's `Definitions`
 JOB = "refresh"
 PARTITIONS = "sources"
-POLL_S = 1.0
 FINISHED = ("SUCCESS", "FAILURE", "CANCELED")
 PAGE = 1000  # events per query
 CELERY_QUEUE_MARKER = "celery_queue_wait"  # dagster-celery's engine event: a step submitted to its queue
 WORKER_NOTE_S = 5.0  # a step submitted this long and started by no worker: said once
 
+_LAUNCH = """mutation($params: ExecutionParams!) {
+  launchRun(executionParams: $params) {
+    __typename
+    ... on LaunchRunSuccess { run { runId } }
+    ... on Error { message }
+  }
+}"""
+_RUN = """query($runId: ID!) {
+  runOrError(runId: $runId) {
+    __typename
+    ... on Run { status }
+    ... on Error { message }
+  }
+}"""
 _ADD_PARTITION = """mutation($selector: RepositorySelector!, $name: String!, $key: String!) {
   addDynamicPartition(repositorySelector: $selector, partitionsDefName: $name, partitionKey: $key) {
     __typename ... on Error { message }
@@ -75,77 +89,122 @@ fragment E on PythonError { className message causes { message } }
 """
 
 
-class SubmitError(RuntimeError):
-    """The deployment refused the submission or could not be reached (the cause is named)."""
+class SubmitError(ServiceError):
+    """The deployment refused the submission, could not be reached or answered nonsense (the
+    URL and the cause are named)."""
 
 
 def submit_refreshes(
-    url: str, sources: list[str], *, tier: str | None = None, tags: dict[str, str] | None = None
+    url: str, sources: list[str], policy: RunPolicy, *, tier: str | None = None, tags: dict[str, str] | None = None
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """Submit one `refresh` run per source to the deployment at `url` (each waits in its
-    run queue as the UI's would), then wait for each; yields (source, outcome) in order."""
-    from dagster_graphql import DagsterGraphQLClient, DagsterGraphQLClientError
-
+    run queue as the UI's would), then wait for each; yields (source, outcome) in order.
+    Every call has `policy.graphql_timeout_s`; a run is waited for `policy.submit_wait_s`."""
     parts = urlsplit(url if "//" in url else f"http://{url}")
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise SubmitError(f"{URL_ENV} / --submit {url!r}: expected the webserver's URL, e.g. http://host:3000")
-    client = DagsterGraphQLClient(
-        parts.hostname, port_number=parts.port, use_https=parts.scheme == "https", path_prefix=parts.path.rstrip("/")
-    )
-    endpoint = f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}/graphql"
+    api = _GraphQL(f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}/graphql", policy.graphql_timeout_s)
     order = list(dict.fromkeys(sources))
-    runs: dict[str, str] = {}
+    runs: dict[str, tuple[str, float]] = {}
     for source in order:
-        _add_partition(endpoint, source)
+        _add_partition(api, source)
+        runs[source] = (_launch(api, source, {**run_tags(tier, tags), PARTITION_TAG: source}), time.monotonic())
+    for source in order:
+        run_id, since = runs[source]
+        yield source, _watch(api, _Events(api, run_id, source), policy, since)
+
+
+class _GraphQL:
+    """One deployment's GraphQL endpoint: each call bounded by `timeout_s`, each failure one
+    `SubmitError` naming the endpoint."""
+
+    def __init__(self, endpoint: str, timeout_s: float) -> None:
+        self.endpoint, self.timeout_s = endpoint, timeout_s
+
+    def post(self, query: str, variables: dict[str, Any]) -> dict[str, Any]:
         try:
-            runs[source] = client.submit_job_execution(
-                JOB,
-                repository_location_name=LOCATION,
-                repository_name=REPOSITORY,
-                tags={**run_tags(tier, tags), PARTITION_TAG: source},
-            )
-        except DagsterGraphQLClientError as exc:
-            raise SubmitError(f"{endpoint} did not take {source}'s run: {exc}") from exc
-    for source in order:
-        yield source, _watch(client, _Events(endpoint, runs[source], source))
+            with (
+                httpx.Client(timeout=self.timeout_s) as client,
+                client.stream("POST", self.endpoint, json={"query": query, "variables": variables}) as response,
+            ):
+                body = _read_within(response, time.monotonic() + self.timeout_s)
+        except httpx.TimeoutException:
+            raise SubmitError(f"{self.endpoint}: no answer within {self.timeout_s:g} s") from None
+        except httpx.HTTPError as exc:
+            raise SubmitError(f"{self.endpoint}: cannot reach the webserver: {exc or type(exc).__name__}") from None
+        if response.status_code != 200:
+            raise SubmitError(f"{self.endpoint}: HTTP {response.status_code} {response.reason_phrase}".rstrip())
+        try:
+            data = json.loads(body)
+        except ValueError:
+            raise SubmitError(f"{self.endpoint}: the answer is not JSON: not a Dagster webserver?") from None
+        errors = data.get("errors") if isinstance(data, dict) else None
+        if errors:
+            first = errors[0].get("message") if isinstance(errors[0], dict) else errors[0]
+            raise SubmitError(f"{self.endpoint}: {first}")
+        if not isinstance(data, dict) or not isinstance(data.get("data"), dict):
+            raise SubmitError(f"{self.endpoint}: the answer holds no data: not a Dagster webserver?")
+        out: dict[str, Any] = data["data"]
+        return out
+
+    def field(self, query: str, variables: dict[str, Any], name: str) -> dict[str, Any]:
+        """`name` of the answer, an object with its `__typename`."""
+        value = self.post(query, variables).get(name)
+        if not isinstance(value, dict) or "__typename" not in value:
+            raise SubmitError(f"{self.endpoint}: the answer has no {name}: not a Dagster webserver?")
+        return value
 
 
-def _post(endpoint: str, query: str, variables: dict[str, Any]) -> dict[str, Any]:
-    try:
-        response = httpx.post(endpoint, json={"query": query, "variables": variables}, timeout=60)
-        response.raise_for_status()
-    except httpx.HTTPError as exc:
-        raise SubmitError(f"{endpoint}: {type(exc).__name__}: {exc}") from exc
-    body = response.json()
-    if body.get("errors"):
-        raise SubmitError(f"{endpoint}: {body['errors'][0].get('message')}")
-    data: dict[str, Any] = body["data"]
-    return data
+def _read_within(response: httpx.Response, deadline: float) -> bytes:
+    """The body, or a timeout once `deadline` passed (a server that trickles it)."""
+    chunks = []
+    for chunk in response.iter_bytes():
+        chunks.append(chunk)
+        if time.monotonic() > deadline:
+            raise httpx.ReadTimeout("the answer took too long")
+    return b"".join(chunks)
 
 
-def _add_partition(endpoint: str, source: str) -> None:
+def _launch(api: _GraphQL, source: str, tags: dict[str, str]) -> str:
+    selector = {"repositoryLocationName": LOCATION, "repositoryName": REPOSITORY, "jobName": JOB}
+    params = {"selector": selector, "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in tags.items()]}}
+    result = api.field(_LAUNCH, {"params": params}, "launchRun")
+    run_id = (result.get("run") or {}).get("runId") if result["__typename"] == "LaunchRunSuccess" else None
+    if not isinstance(run_id, str):
+        why = result.get("message") or result["__typename"]
+        raise SubmitError(f"{api.endpoint} did not take {source}'s run: {why}")
+    return run_id
+
+
+def _add_partition(api: _GraphQL, source: str) -> None:
     """The source's partition, as `sources_partitions_sensor` would add it (kept if there)."""
     selector = {"repositoryLocationName": LOCATION, "repositoryName": REPOSITORY}
-    done = _post(endpoint, _ADD_PARTITION, {"selector": selector, "name": PARTITIONS, "key": source})
-    result = done["addDynamicPartition"]
+    result = api.field(_ADD_PARTITION, {"selector": selector, "name": PARTITIONS, "key": source}, "addDynamicPartition")
     if result["__typename"] not in ("AddDynamicPartitionSuccess", "DuplicateDynamicPartitionError"):
-        raise SubmitError(f"{endpoint} did not add partition {source!r}: {result.get('message')}")
+        raise SubmitError(f"{api.endpoint} did not add partition {source!r}: {result.get('message')}")
+
+
+def _status(api: _GraphQL, run_id: str) -> str:
+    result = api.field(_RUN, {"runId": run_id}, "runOrError")
+    if result["__typename"] != "Run" or not isinstance(result.get("status"), str):
+        raise SubmitError(f"{api.endpoint}: run {run_id}: {result.get('message') or result['__typename']}")
+    return str(result["status"])
 
 
 class _Events:
     """A run's events, read as they come (`read`), into its `RunFacts`."""
 
-    def __init__(self, endpoint: str, run_id: str, source: str) -> None:
-        self.endpoint, self.cursor = endpoint, None
+    def __init__(self, api: _GraphQL, run_id: str, source: str) -> None:
+        self.api, self.cursor = api, None
         self.facts = RunFacts(run_id, source, False, "STARTED")
         self.queued: dict[str, tuple[str, float]] = {}  # step -> (Celery queue, when submitted), till it starts
 
     def read(self) -> None:
         while True:
             variables = {"runId": self.facts.run_id, "after": self.cursor, "limit": PAGE}
-            page = _post(self.endpoint, _EVENTS, variables)["logsForRun"]
+            page = self.api.field(_EVENTS, variables, "logsForRun")
             if page["__typename"] != "EventConnection":
-                raise SubmitError(f"{self.endpoint}: the events of run {self.facts.run_id}: {page.get('message')}")
+                raise SubmitError(f"{self.api.endpoint}: the events of run {self.facts.run_id}: {page.get('message')}")
             for e in page["events"]:
                 self._add(e)
             self.cursor = page["cursor"]
@@ -177,13 +236,18 @@ class _Events:
             facts.run_failures.append(short(error["message"]) if error else (e["message"] or "").strip())
 
 
-def _watch(client: DagsterGraphQLClient, events: _Events) -> dict[str, Any]:
-    """Wait for the run to end and summarize it; says once, on stderr, when a step of it
-    waits for a Celery worker."""
+def _watch(api: _GraphQL, events: _Events, policy: RunPolicy, since: float) -> dict[str, Any]:
+    """Wait for the run to end (at most `policy.submit_wait_s` after it was submitted) and
+    summarize it; says once, on stderr, when a step of it waits for a Celery worker."""
     facts, said = events.facts, False
-    while (status := client.get_run_status(facts.run_id).value) not in FINISHED:
+    while (status := _status(api, facts.run_id)) not in FINISHED:
+        if time.monotonic() - since > policy.submit_wait_s:
+            raise SubmitError(
+                f"{api.endpoint}: run {facts.run_id} of {facts.source} is still {status} after "
+                f"{policy.submit_wait_s:g} s (runs.submit_wait_s); it goes on in the deployment"
+            )
         events.read()
-        late = [(step, q) for step, (q, since) in events.queued.items() if time.monotonic() - since >= WORKER_NOTE_S]
+        late = [(step, q) for step, (q, at) in events.queued.items() if time.monotonic() - at >= WORKER_NOTE_S]
         if late and not said:
             step, queue = late[0]
             print(
@@ -193,7 +257,7 @@ def _watch(client: DagsterGraphQLClient, events: _Events) -> dict[str, Any]:
                 flush=True,
             )
             said = True
-        time.sleep(POLL_S)
+        time.sleep(policy.poll_s)
     events.read()
     facts.status, facts.succeeded = status, status == "SUCCESS"
     return outcome(facts)

@@ -6,6 +6,11 @@ instance (tags, checks, materializations; listed on the job's page in the UI, re
 from there) and executed in this process by `execute_in_process`, each step in turn. A
 deployment's runs are submitted through its webserver instead (`remote.py`).
 
+One `freshness run` of a source at a time: each run holds the source's run lock
+(`pipeline/source_runs.py`), so a run of the source that a `freshness run` executed and that
+is still in flight once the lock is ours lost its process, and is failed at once
+(`dead_runs.py`), daemon or not.
+
 A Ctrl-C (or SIGTERM) inside a run is Dagster's: it fails the run's step and the run. Wherever
 it lands, the state store says whether the run's commit landed (it records the run id with
 each commit): `Interrupted.committed`.
@@ -21,8 +26,11 @@ from typing import Any
 
 import dagster as dg
 
-from ..config import ConfigError
-from ..pipeline.errors import Interrupted
+from ..config import ConfigError, Settings, load_settings
+from ..pipeline.attempts import committed, record_attempt
+from ..pipeline.errors import Interrupted, SourceWaitExpired
+from ..pipeline.source_runs import SourceHold, holding_source
+from .dead_runs import fail_dead_run
 from .executors import EXECUTOR_ENV, executor_name
 from .partitions import sources_partitions
 from .remote import URL_ENV
@@ -40,16 +48,24 @@ def run_refresh(
 ) -> dict[str, Any]:
     """Refresh one source and say how it went (`run_summary.outcome`). `log_level` is for
     the run's console only; the instance keeps every event."""
-    ((_, done),) = run_refreshes([source], tier=tier, tags=tags, log_level=log_level)
+    ((_, done),) = run_refreshes(load_settings(), [source], tier=tier, tags=tags, log_level=log_level)
     return done
 
 
 def run_refreshes(
-    sources: list[str], *, tier: str | None = None, tags: dict[str, str] | None = None, log_level: str = "WARNING"
+    settings: Settings,
+    sources: list[str],
+    *,
+    tier: str | None = None,
+    tags: dict[str, str] | None = None,
+    log_level: str = "WARNING",
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """Refresh several sources, one run after the other; yields (source, outcome) as each
-    run ends. A source with a run queued or in progress (the UI's, a sensor's) is waited
-    for first, as the run queue would. Raises `Interrupted` on a Ctrl-C."""
+    run ends. Each run holds its source's run lock (`pipeline/source_runs.py`), waiting at
+    most `runs.source_wait_s` for another `freshness run` of it; a run of the source that a
+    `freshness run` executed and that is still in flight once the lock is ours lost its
+    process, and is failed (`dead_runs.py`); one of the UI or a sensor in flight is waited
+    for within the same bound. Raises `Interrupted` on a Ctrl-C."""
     if (name := executor_name()) != "in_process":  # execute_in_process would ignore it
         raise ConfigError(
             f"${EXECUTOR_ENV}={name}: its runs execute on the deployment, not in this process; "
@@ -64,15 +80,18 @@ def run_refreshes(
     for i, source in enumerate(order):
         run_id, result, stopped = str(uuid.uuid4()), None, False
         try:
-            _wait_for_runs_in_flight(instance, source)
-            result = job.execute_in_process(
-                instance=instance,
-                partition_key=source,
-                run_id=run_id,
-                tags=run_tags(tier, tags),
-                raise_on_error=False,
-                run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
-            )
+            with holding_source(settings, source) as hold:
+                _end_dead_runs(instance, settings, hold)
+                _wait_for_runs_in_flight(instance, source, settings.runs.source_wait_s)
+                hold.executing(run_id)
+                result = job.execute_in_process(
+                    instance=instance,
+                    partition_key=source,
+                    run_id=run_id,
+                    tags=run_tags(tier, tags),
+                    raise_on_error=False,
+                    run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
+                )
             stopped = interrupted(result.all_events)  # Dagster made the Ctrl-C a failed run
         except KeyboardInterrupt:  # outside the run's steps: before it, or as it ended
             stopped = True
@@ -83,7 +102,8 @@ def run_refreshes(
         if not stopped:
             yield source, done
             continue
-        landed = done.get("status") == "success" or bool(done.get("committed"))
+        # The state store records each commit with its run id, in the commit's transaction.
+        landed = committed(settings, source, run_id) is not None
         if landed:
             note = "interrupted by a Ctrl-C after its commit landed"
             yield source, {**done, "status": "success", "warnings": [*done.get("warnings", []), note]}
@@ -99,19 +119,39 @@ def _summary(instance: dg.DagsterInstance, run_id: str, result: dg.ExecuteInProc
     return outcome(from_events(run, result.all_events if result is not None else []))
 
 
-def _wait_for_runs_in_flight(instance: dg.DagsterInstance, source: str) -> None:
-    """Until no other run of `source` is queued or in progress (one run per source, as the
-    run queue keeps it for the runs it launches). A run whose process was killed stays
-    STARTED until run monitoring (the daemon) fails it: said once, on stderr."""
+def _end_dead_runs(instance: dg.DagsterInstance, settings: Settings, hold: SourceHold) -> None:
+    """Fail the source's runs in flight that a `freshness run` executed: with its run lock
+    ours, their process is gone (killed, out of memory, a machine that slept through it)."""
+    busy = dg.RunsFilter(tags={PARTITION_TAG: hold.source}, statuses=IN_FLIGHT)
+    in_flight = {r.dagster_run.run_id: r.dagster_run for r in instance.get_run_records(busy)}
+    for run_id, holder in sorted(hold.dead(list(in_flight)).items()):
+        reason = (
+            f"its process ({holder}) is gone: the next `freshness run` of {hold.source} found the "
+            "source's run lock free while the run was still in flight, and failed it"
+        )
+        fail_dead_run(instance, in_flight[run_id], reason)
+        record_attempt(settings, hold.source, {"run_id": run_id, "status": "failure", "message": reason})
+        print(f"{hold.source}: run {run_id} failed: {reason}", file=sys.stderr, flush=True)
+
+
+def _wait_for_runs_in_flight(instance: dg.DagsterInstance, source: str, wait_s: float) -> None:
+    """Until no other run of `source` (the UI's, a sensor's, launched by the deployment's
+    daemon) is queued or in progress, at most `wait_s` (`SourceWaitExpired` after that);
+    said once, on stderr."""
     busy = dg.RunsFilter(tags={PARTITION_TAG: source}, statuses=IN_FLIGHT)
-    said = False
+    deadline, said = time.monotonic() + wait_s, False
     while records := instance.get_run_records(busy, limit=1):
+        run = records[0].dagster_run
+        if time.monotonic() >= deadline:
+            raise SourceWaitExpired(
+                f"{source}: run {run.run_id} of it is still {run.status.value} after {wait_s:g} s "
+                "(runs.source_wait_s); a run whose process is gone is failed by dagster-daemon's run "
+                "monitoring, or terminate it in the UI"
+            )
         if not said:
-            run = records[0].dagster_run
             print(
-                f"{source}: waiting for run {run.run_id} ({run.status.value}) to end; a run whose process "
-                "is gone is failed by dagster-daemon's run monitoring (max_runtime_seconds), or terminate "
-                "it in the UI",
+                f"{source}: waiting for run {run.run_id} ({run.status.value}) to end, at most {wait_s:g} s "
+                "(runs.source_wait_s)",
                 file=sys.stderr,
                 flush=True,
             )

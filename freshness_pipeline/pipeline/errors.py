@@ -7,9 +7,19 @@ from __future__ import annotations
 from ..adapters.damage import DamagedState
 from ..config import ConfigError
 
-REPORTED: tuple[type[Exception], ...] = (ConfigError, DamagedState)
 
-__all__ = ["REPORTED", "ConfigError", "DamagedState"]
+class ServiceError(RuntimeError):
+    """A service the command was pointed at (a deployment's webserver) cannot be used: the
+    message names it and why."""
+
+
+class SourceWaitExpired(RuntimeError):
+    """Another run of the source was still going when `runs.source_wait_s` ran out."""
+
+
+REPORTED: tuple[type[Exception], ...] = (ConfigError, DamagedState, ServiceError, SourceWaitExpired)
+
+__all__ = ["REPORTED", "ConfigError", "DamagedState", "ServiceError", "SourceWaitExpired"]
 
 
 class Interrupted(KeyboardInterrupt):

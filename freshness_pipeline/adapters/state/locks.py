@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,6 +14,8 @@ from sqlalchemy.engine import make_url
 
 from ..damage import DamagedState
 from .engine import unwritable
+
+RETRY_S = 0.2  # between two tries of a busy advisory lock
 
 
 class SourceBusy(RuntimeError):
@@ -28,19 +31,23 @@ class Locks:
         self.url = url  # a read-only SQLite engine has no path of its own
 
     @contextmanager
-    def lock(self, source: str, *, wait: bool = False) -> Iterator[None]:
-        """Exclusive per-source lock; `SourceBusy` when another run holds it (unless `wait`)."""
+    def lock(self, source: str, *, wait: bool | float = False) -> Iterator[None]:
+        """Exclusive lock on `source` (any name); `SourceBusy` when another process holds it,
+        at once, or after `wait` seconds (a number), never with `wait=True`. The kernel (a
+        file lock) or the database (an advisory lock of a session) frees a lock whose
+        holder died, at once."""
+        timeout = -1.0 if wait is True else float(wait)
         if self.engine.dialect.name == "sqlite":
-            with self._file_lock(source, wait=wait):
+            with self._file_lock(source, timeout=timeout):
                 yield
         else:
-            with self._advisory_lock(source, wait=wait):
+            with self._advisory_lock(source, timeout=timeout):
                 yield
 
     @contextmanager
-    def _file_lock(self, source: str, *, wait: bool) -> Iterator[None]:
+    def _file_lock(self, source: str, *, timeout: float) -> Iterator[None]:
         path = Path(f"{make_url(self.url).database}.{source}.lock")
-        lock = FileLock(path, timeout=-1 if wait else 0)
+        lock = FileLock(path, timeout=timeout)
         try:
             lock.acquire()
         except Timeout:
@@ -53,13 +60,17 @@ class Locks:
             lock.release()
 
     @contextmanager
-    def _advisory_lock(self, source: str, *, wait: bool) -> Iterator[None]:
+    def _advisory_lock(self, source: str, *, timeout: float) -> Iterator[None]:
         lock_id = int.from_bytes(hashlib.sha1(source.encode()).digest()[:8], "big", signed=True)
+        deadline = time.monotonic() + timeout
         with self.engine.connect() as conn:
-            if wait:
+            if timeout < 0:
                 conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": lock_id})
-            elif not conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": lock_id}).scalar():
-                raise SourceBusy(_busy(source))
+            else:
+                while not conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": lock_id}).scalar():
+                    if time.monotonic() >= deadline:
+                        raise SourceBusy(_busy(source))
+                    time.sleep(min(RETRY_S, max(0.0, deadline - time.monotonic())))
             try:
                 yield
             finally:

@@ -1,5 +1,6 @@
 """Committed runs (`runs`) and what they changed, read back from their change events; each
-source's last attempt (`last_attempts`), committed or not."""
+source's last attempt (`last_attempts`), committed or not; the runs a `freshness run`
+executed under its source's run lock (`run_outcomes`)."""
 
 from __future__ import annotations
 
@@ -52,3 +53,18 @@ class RunLog:
         with self.engine.connect() as conn:
             row = conn.execute(select(t).where(t.c.source == source, t.c.run_id == run_id)).first()
         return None if row is None else row._asdict()
+
+    def record_local(self, run_id: str, source: str, started_at: float, holder: str) -> None:
+        """Run `run_id` of `source` is executed by `holder`, which holds the source's run lock."""
+        with self.engine.begin() as conn:
+            conn.execute(
+                schema.run_outcomes.insert(),
+                [{"run_id": run_id, "source": source, "started_at": started_at, "holder": holder}],
+            )
+
+    def local_holders(self, source: str, run_ids: list[str]) -> dict[str, str]:
+        """Of `run_ids`, those a `freshness run` executed for `source`, with their holder."""
+        t = schema.run_outcomes
+        q = select(t.c.run_id, t.c.holder).where(t.c.source == source, t.c.run_id.in_(run_ids))
+        with self.engine.connect() as conn:
+            return {run_id: holder for run_id, holder in conn.execute(q)}

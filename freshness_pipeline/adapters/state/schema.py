@@ -150,6 +150,19 @@ last_attempts = Table(
     Column("message", Text),
 )
 
+# The refresh runs a `freshness run` executed (Dagster's run id), each under its source's run
+# lock, held by `holder` ("host pid N") for the run's whole life: a run still in flight in
+# Dagster whose lock is free has lost its process (`pipeline/local_runs.py`).
+run_outcomes = Table(
+    "run_outcomes",
+    metadata,
+    Column("run_id", String(64), primary_key=True),
+    Column("source", String(64), nullable=False),
+    Column("started_at", Float, nullable=False),
+    Column("holder", String(255), nullable=False),
+    Index("ix_run_outcomes_source", "source"),
+)
+
 # Outbox of change events (new / changed / gone pages), written in the commit transaction.
 change_events = Table(
     "change_events",
