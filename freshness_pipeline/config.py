@@ -2,9 +2,7 @@
 when it loads: every number is finite and in its range, the embedding model is known (or
 given its dimensions), and each error names the file, the setting's path and the value.
 
-sources:
-  - name: docs
-    sitemap: http://127.0.0.1:8000/sitemap.xml
+sources: [{name: docs, sitemap: http://127.0.0.1:8000/sitemap.xml}]
 embedder: {provider: local}
 vector_store: {provider: lancedb}
 """
@@ -27,6 +25,7 @@ from .core.responses import ResponseRules
 from .core.spike import SpikeRule
 from .core.tiers import TierRules
 from .settings_errors import problem
+from .settings_runs import RunPolicy
 
 DEFAULT_SOURCES = "sources.yaml"
 
@@ -357,19 +356,6 @@ class Webhook(_Strict):
     timeout_s: Seconds = 10.0
     attempts: Tries = 5  # tries per event within one delivery, with exponential backoff
     backoff_s: Wait = 1.0
-
-
-class RunPolicy(_Strict):
-    """How long `freshness run` waits, for what it waits on: another run of the source, a
-    deployment's GraphQL API, a submitted run."""
-
-    # A second local run of a source waits this long for the first, then exits with one line.
-    source_wait_s: Seconds = 600.0
-    graphql_timeout_s: Annotated[float, Field(strict=True, gt=0, le=600.0)] = 30.0  # each call to --submit's URL
-    poll_s: Annotated[float, Field(strict=True, gt=0, le=60.0)] = 1.0  # between two reads of a submitted run
-    # A submitted run still not ended this long after it was submitted: the command gives up
-    # on it (the run goes on in the deployment). Past the shipped max_runtime_seconds (3600).
-    submit_wait_s: Seconds = 7200.0
 
 
 class Settings(_Strict):
