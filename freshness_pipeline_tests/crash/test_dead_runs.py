@@ -32,7 +32,7 @@ TRIALS = 10
 IN_FLIGHT = [dg.DagsterRunStatus(s) for s in ("QUEUED", "STARTING", "STARTED", "CANCELING")]
 
 
-def _sources(path: Path, sitemap: str, wait_s: float = SOURCE_WAIT_S) -> Path:
+def sources_file(path: Path, sitemap: str, wait_s: float = SOURCE_WAIT_S) -> Path:
     path.write_text(
         yaml.safe_dump(
             {
@@ -46,7 +46,7 @@ def _sources(path: Path, sitemap: str, wait_s: float = SOURCE_WAIT_S) -> Path:
     return path
 
 
-def _env(home: Path, sources: Path, crash: str | None = None) -> dict[str, str]:
+def env_for(home: Path, sources: Path, crash: str | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != CRASH_ENV}
     return (
         env
@@ -122,9 +122,9 @@ def test_a_run_killed_in_vector_index_is_failed_by_the_next_run_with_no_daemon(
     pages = generate(5, sections_per_page=2, seed=21)
     with DocsSite() as site:
         site.publish(pages.markdown())
-        sources = _sources(tmp_path / "sources.yaml", site.sitemap_url)
+        sources = sources_file(tmp_path / "sources.yaml", site.sitemap_url)
         monkeypatch.setenv("FRESHNESS_SOURCES", str(sources))
-        dead = freshness(_env(home, sources, crash="upsert"), "run")
+        dead = freshness(env_for(home, sources, crash="upsert"), "run")
         finish(dead)
         assert dead.returncode == -9  # SIGKILLed inside vector_index, before its commit
         with dg.DagsterInstance.get() as instance:
@@ -133,7 +133,7 @@ def test_a_run_killed_in_vector_index_is_failed_by_the_next_run_with_no_daemon(
             assert record.dagster_run.status == dg.DagsterRunStatus.STARTED
             assert dead_id in instance.event_log_storage.get_concurrency_run_ids()  # its `embeddings` slot
 
-        nxt = freshness(_env(home, sources), "run", "--json")
+        nxt = freshness(env_for(home, sources), "run", "--json")
         out, err = finish(nxt)
         assert nxt.returncode == 0, out + err[-3000:]
         assert f"docs: run {dead_id} failed: its process (" in err, err
@@ -143,7 +143,7 @@ def test_a_run_killed_in_vector_index_is_failed_by_the_next_run_with_no_daemon(
             assert failed.end_time is not None
         (reason,) = failure_reasons(dead_id)
         assert "its process (" in reason and "is gone" in reason, reason
-        converged(_env(home, sources), pages, site.base_url)
+        converged(env_for(home, sources), pages, site.base_url)
 
 
 def test_kill_9_at_ten_random_moments_then_a_run_converges(
@@ -153,9 +153,9 @@ def test_kill_9_at_ten_random_moments_then_a_run_converges(
     site_now = generate(10, sections_per_page=2, seed=5)
     with DocsSite() as site:
         site.publish(site_now.markdown())
-        sources = _sources(tmp_path / "sources.yaml", site.sitemap_url)
+        sources = sources_file(tmp_path / "sources.yaml", site.sitemap_url)
         monkeypatch.setenv("FRESHNESS_SOURCES", str(sources))
-        env = _env(home, sources)
+        env = env_for(home, sources)
         started = time.monotonic()
         first = freshness(env, "run")
         out, err = finish(first)
@@ -188,19 +188,19 @@ def test_a_second_run_waits_for_the_first_up_to_its_bound(
     pages = generate(3, sections_per_page=2, seed=8)
     with DocsSite() as site:
         site.publish(pages.markdown())
-        sources = _sources(tmp_path / "sources.yaml", site.sitemap_url, wait_s=1.0)
+        sources = sources_file(tmp_path / "sources.yaml", site.sitemap_url, wait_s=1.0)
         monkeypatch.setenv("FRESHNESS_SOURCES", str(sources))
         with holding_source(load_settings(sources), "docs"):
-            refused = freshness(_env(home, sources), "run")
+            refused = freshness(env_for(home, sources), "run")
             out, err = finish(refused)
         assert refused.returncode == 2, out + err
         waiting, error = err.splitlines()
         assert waiting == "docs: waiting for another `freshness run` of it to end, at most 1 s (runs.source_wait_s)"
         assert error.startswith("error: docs: another `freshness run` of it was still running after 1 s"), err
 
-        patient = _sources(tmp_path / "patient.yaml", site.sitemap_url, wait_s=600.0)
+        patient = sources_file(tmp_path / "patient.yaml", site.sitemap_url, wait_s=600.0)
         with holding_source(load_settings(patient), "docs"):
-            second = freshness(_env(home, patient), "run")
+            second = freshness(env_for(home, patient), "run")
             assert second.stderr is not None
             assert second.stderr.readline().startswith("docs: waiting for another `freshness run`")
         out, err = finish(second)

@@ -1,0 +1,71 @@
+"""A Ctrl-C (SIGINT to the command's process group, as a terminal sends it) at seeded random
+moments of `freshness run`: what the command says landed is what `freshness dump` holds.
+Either the run's counts are printed (exit 0: its commit landed, said as such if the Ctrl-C
+came after it), or it ends as interrupted saying nothing of its run was committed (or before
+it started), and the index is the one before the run."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from freshness_pipeline.demo.server import DocsSite
+from freshness_pipeline_tests.crash.test_dead_runs import env_for, finish, freshness, records, sources_file
+from freshness_pipeline_tests.sitegen import generate, paragraph
+
+TRIALS = 8
+SIGINT_EXIT = -signal.SIGINT  # Python ends an unhandled KeyboardInterrupt by SIGINT
+
+
+def test_ctrl_c_at_random_moments_says_what_landed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(532)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    site_now = generate(10, sections_per_page=2, seed=6)
+    with DocsSite() as site:
+        site.publish(site_now.markdown())
+        sources = sources_file(tmp_path / "sources.yaml", site.sitemap_url)
+        env = env_for(home, sources)
+        started = time.monotonic()
+        first = freshness(env, "run")
+        out, err = finish(first)
+        assert first.returncode == 0, out + err[-3000:]
+        span = time.monotonic() - started  # a run's length on this host: the Ctrl-Cs land within it
+        said = {"landed": 0, "not landed": 0}
+        for trial in range(TRIALS):
+            before = set(records(env))
+            page = rng.choice(sorted(site_now.pages))  # one page edited: no hold, no spike
+            heading, _ = site_now.pages[page][0]
+            site_now.pages[page][0] = (heading, paragraph(rng))
+            site.publish(site_now.markdown())
+            after = site_now.expected(site.base_url)
+            run = freshness(env, "run")
+            try:
+                run.wait(timeout=rng.uniform(0, span))
+            except subprocess.TimeoutExpired:
+                os.killpg(run.pid, signal.SIGINT)
+            out, err = finish(run)
+            where = f"trial {trial}: exit {run.returncode}\n{out}\n{err[-2000:]}"
+            landed = any(line.startswith("docs: ") for line in out.splitlines())
+            if run.returncode == 0:
+                assert landed, where
+                assert "interrupted" not in err or "its commit had landed" in err, where
+            else:
+                assert run.returncode == SIGINT_EXIT and not landed, where
+                last = err.strip().splitlines()[-1]
+                assert last.startswith("freshness: interrupted"), where
+                assert "docs:" not in last or "docs: nothing of its run was committed" in last, where
+            assert set(records(env)) == (after if landed else before), where
+            said["landed" if landed else "not landed"] += 1
+            if not landed:  # the next trial starts from the site as published
+                nxt = freshness(env, "run")
+                out, err = finish(nxt)
+                assert nxt.returncode == 0, out + err[-3000:]
+        assert all(said.values()), said  # both answers were seen
