@@ -129,6 +129,37 @@ def test_second_run_on_a_source_is_refused_while_the_first_holds_it(url: str) ->
         pass
 
 
+def test_a_bounded_wait_gives_up_after_its_bound_or_takes_the_lock_let_go(url: str) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    ready, release = ctx.Event(), ctx.Event()
+    child = ctx.Process(target=_hold_lock, args=(url, ready, release))
+    child.start()
+    store = StateStore(url)
+    try:
+        assert ready.wait(30)
+        started = time.monotonic()
+        with pytest.raises(SourceBusy), store.locks.lock("docs", wait=0.5):
+            pass
+        assert time.monotonic() - started >= 0.5  # waited its bound, no less
+        release.set()  # let go while the next one waits
+        with store.locks.lock("docs", wait=30):
+            pass
+    finally:
+        release.set()
+        child.join(10)
+        store.close()
+
+
+def test_runs_executed_under_the_run_lock_are_recorded_with_their_holder(url: str) -> None:
+    store = StateStore(url)
+    try:
+        store.runs.record_local("run-1", "docs", 1.0, "host pid 7")
+        store.runs.record_local("run-2", "other", 1.0, "host pid 8")
+        assert store.runs.local_holders("docs", ["run-1", "run-2", "run-3"]) == {"run-1": "host pid 7"}
+    finally:
+        store.close()
+
+
 def test_lock_dies_with_a_killed_process(url: str) -> None:
     ctx = multiprocessing.get_context("spawn")
     ready, release = ctx.Event(), ctx.Event()
