@@ -28,6 +28,7 @@ from ..config import Settings, dagster_home
 from ..core.state import SourceState
 from ..core.versions import namespace
 from .context import SourceContext
+from .faults import crash_point
 from .records import restore_from_manifest
 
 _ABSENT = object()
@@ -146,6 +147,7 @@ def _remember(source: str, keys: list[str], seen: dict[str, str | None]) -> None
 
 def reconcile(ctx: SourceContext, *, fix: bool = False) -> ReconcileReport:
     """What differs between the manifest and the active namespace (before any fix)."""
+    crash_point("reconcile")  # a fault test's moment: in vector_index, after its commit and output
     with ctx.store.locks.lock(ctx.name, wait=True):
         state = ctx.store.sources.get(ctx.name)
         report = compare(ctx, state)

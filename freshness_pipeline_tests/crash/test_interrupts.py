@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from freshness_pipeline.demo.server import DocsSite
+from freshness_pipeline.pipeline.faults import CRASH_ENV, SIGNAL_ENV
 from freshness_pipeline_tests.crash.test_dead_runs import env_for, finish, freshness, records, sources_file
 from freshness_pipeline_tests.sitegen import generate, paragraph
 
@@ -69,3 +70,24 @@ def test_ctrl_c_at_random_moments_says_what_landed(tmp_path: Path, monkeypatch: 
                 out, err = finish(nxt)
                 assert nxt.returncode == 0, out + err[-3000:]
         assert all(said.values()), said  # both answers were seen
+
+
+def test_ctrl_c_after_vector_index_materialized_reports_its_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C inside vector_index after its commit and its output (as `reconcile_clean`
+    starts): the run fails as interrupted, and the command says the commit landed."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    pages = generate(4, sections_per_page=2, seed=7)
+    with DocsSite() as site:
+        site.publish(pages.markdown())
+        sources = sources_file(tmp_path / "sources.yaml", site.sitemap_url)
+        env = env_for(home, sources) | {CRASH_ENV: "reconcile", SIGNAL_ENV: "INT"}
+        run = freshness(env, "run")
+        out, err = finish(run)
+        assert run.returncode == 0, (run.returncode, out, err[-2000:])
+        assert out.startswith("docs: ") and "interrupted by a Ctrl-C after its commit landed" in out, out
+        assert err.rstrip().endswith("freshness: interrupted: docs: its commit had landed (reported above)"), err
+        assert set(records(env_for(home, sources))) == pages.expected(site.base_url)
