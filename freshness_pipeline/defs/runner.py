@@ -21,7 +21,7 @@ from typing import Any
 
 import dagster as dg
 
-from ..config import ConfigError
+from ..config import ConfigError, Settings
 from ..pipeline.errors import Interrupted
 from .executors import EXECUTOR_ENV, executor_name
 from .partitions import sources_partitions
@@ -45,17 +45,26 @@ def run_refresh(
 
 
 def run_refreshes(
-    sources: list[str], *, tier: str | None = None, tags: dict[str, str] | None = None, log_level: str = "WARNING"
+    sources: list[str],
+    *,
+    tier: str | None = None,
+    tags: dict[str, str] | None = None,
+    log_level: str = "WARNING",
+    settings: Settings | None = None,
+    sources_file: str | None = None,
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """Refresh several sources, one run after the other; yields (source, outcome) as each
     run ends. A source with a run queued or in progress (the UI's, a sensor's) is waited
-    for first, as the run queue would. Raises `Interrupted` on a Ctrl-C."""
+    for first, as the run queue would. Raises `Interrupted` on a Ctrl-C.
+    `settings` (read from `sources_file`): the home whose instance runs them, passed to the
+    run's resource; without them, $DAGSTER_HOME's instance and $FRESHNESS_SOURCES."""
     if (name := executor_name()) != "in_process":  # execute_in_process would ignore it
         raise ConfigError(
             f"${EXECUTOR_ENV}={name}: its runs execute on the deployment, not in this process; "
             f"submit them to its webserver with `freshness run --submit URL` (or ${URL_ENV})"
         )
-    instance = dg.DagsterInstance.get()
+    instance = dg.DagsterInstance.local_temp(str(settings.home)) if settings else dg.DagsterInstance.get()
+    where = {"home": str(settings.home), "sources_file": sources_file} if settings else {}
     order = list(dict.fromkeys(sources))
     instance.add_dynamic_partitions(str(sources_partitions.name), order)  # those it has are kept
     from .definitions import defs  # the code location, loaded once the instance is ready
@@ -71,15 +80,18 @@ def run_refreshes(
                 run_id=run_id,
                 tags=run_tags(tier, tags),
                 raise_on_error=False,
-                run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
+                run_config={
+                    "loggers": {"console": {"config": {"log_level": log_level}}},
+                    "resources": {"freshness": {"config": where}},
+                },
             )
             stopped = interrupted(result.all_events)  # Dagster made the Ctrl-C a failed run
         except KeyboardInterrupt:  # outside the run's steps: before it, or as it ended
             stopped = True
         try:
-            done = _summary(instance, run_id, result)
+            done = _summary(instance, run_id, result, settings)
         except KeyboardInterrupt:  # another Ctrl-C while it was read: read it once more
-            stopped, done = True, _summary(instance, run_id, result)
+            stopped, done = True, _summary(instance, run_id, result, settings)
         if not stopped:
             yield source, done
             continue
@@ -90,13 +102,15 @@ def run_refreshes(
         raise Interrupted(source, landed, order[i + 1 :])
 
 
-def _summary(instance: dg.DagsterInstance, run_id: str, result: dg.ExecuteInProcessResult | None) -> dict[str, Any]:
+def _summary(
+    instance: dg.DagsterInstance, run_id: str, result: dg.ExecuteInProcessResult | None, settings: Settings | None
+) -> dict[str, Any]:
     """The run's outcome from its result, or (a Ctrl-C reached it outside its steps) from its
     status alone; none if it never started."""
     run = instance.get_run_by_id(run_id)
     if run is None:
         return {"run_id": None, "status": "failure", "message": "interrupted before its run started"}
-    return outcome(from_events(run, result.all_events if result is not None else []))
+    return outcome(from_events(run, result.all_events if result is not None else []), settings)
 
 
 def _wait_for_runs_in_flight(instance: dg.DagsterInstance, source: str) -> None:
