@@ -90,7 +90,7 @@ def outcome(facts: RunFacts, settings: Settings | None = None) -> dict[str, Any]
         return {**out, "status": "blocked", "message": message}
     # Without vector_index's materialization, the state store says whether the run committed
     # (it failed or was interrupted after its commit, or was failed from outside meanwhile).
-    commit = _commit(facts, settings or load_settings()) if index is None else None
+    commit = _commit(facts, settings) if index is None else None
     if commit is not None:
         out |= dict(commit["counts"]) | {"reindex_reason": commit.get("reason"), "committed": True}
     if facts.succeeded:
@@ -106,9 +106,10 @@ def outcome(facts: RunFacts, settings: Settings | None = None) -> dict[str, Any]
     return {**out, "status": "failure", "message": message}
 
 
-def _commit(facts: RunFacts, settings: Settings) -> dict[str, Any] | None:
+def _commit(facts: RunFacts, settings: Settings | None) -> dict[str, Any] | None:
     if facts.source is None:  # a run of no partition
         return None
+    settings = settings or load_settings()
     known = facts.source in {s.name for s in settings.sources}
     return committed(settings, facts.source, facts.run_id) if known else None
 
