@@ -192,10 +192,12 @@ class Index:
         return reconcile_source(self.settings, self.settings.source(source).name, fix=fix)
 
     def migrate(self) -> str:
-        """Bring the state store's schema to the newest revision; one line saying what changed."""
+        """Bring the state store's schema to the newest revision, and the settings `freshness`
+        manages in the home's dagster.yaml to this release's; one line per change."""
+        from .defs.instance import write_instance_config
         from .pipeline.maintenance import migrate
 
-        return migrate(self.settings)
+        return "\n".join([*write_instance_config(self.home), migrate(self.settings)])
 
     # -- reading ----------------------------------------------------------------------
 
