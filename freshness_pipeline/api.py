@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
-from .adapters.memory import no_collections_at_exit
 from .config import ConfigError, Settings, load_settings, sources_path
 from .core.alerts import alert_reasons
 from .core.run_counts import PAGES, counts_text, run_line
@@ -51,7 +50,6 @@ __all__ = [
     "alert_reasons",
     "counts_text",
     "history_rows",
-    "no_collections_at_exit",
     "open_index",
     "reported_errors",
     "run_line",
