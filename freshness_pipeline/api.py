@@ -14,21 +14,19 @@ search it, resolve a citation, read its status.
 
 The work of each method is imported when it is first called, so that opening an index
 and searching it never imports Dagster, and reading the status imports neither Dagster
-nor the embedding model. The home and the sources file are passed to the pipeline (and to
-Dagster's run processes) through `DAGSTER_HOME` and `FRESHNESS_SOURCES`, set for the length
-of each call: one `Index` at a time per process.
+nor the embedding model. The home and the sources file are passed to the pipeline as
+arguments (the settings know their home; the runs' resource is configured with both), so
+several `Index` objects on several homes can be used in one process.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
-from .adapters.memory import no_collections_at_exit
 from .config import ConfigError, Settings, load_settings, sources_path
 from .core.alerts import alert_reasons
 from .core.run_counts import PAGES, counts_text, run_line
@@ -52,7 +50,6 @@ __all__ = [
     "alert_reasons",
     "counts_text",
     "history_rows",
-    "no_collections_at_exit",
     "open_index",
     "reported_errors",
     "run_line",
@@ -60,7 +57,6 @@ __all__ = [
 
 Tier = Literal["hot", "warm", "cold"]
 HOME_ENV = "DAGSTER_HOME"
-SOURCES_ENV = "FRESHNESS_SOURCES"
 
 
 class HomeNotFound(ConfigError):
@@ -100,9 +96,7 @@ def open_index(
             "Check the path, or run `freshness run` to make it"
         )
     path = sources_path(sources).expanduser().resolve()
-    with _environment(root, path):
-        settings = load_settings(path)
-    return Index(root, path, settings)
+    return Index(root, path, load_settings(path, root))
 
 
 @dataclass(frozen=True)
@@ -155,63 +149,63 @@ class Index:
         `submit`: a deployment's webserver URL (default `$FRESHNESS_DAGSTER_URL`): the runs
         are submitted to it and waited for (`defs/remote.py`)."""
         names = [self.settings.source(s).name for s in sources] if sources else self.source_names
-        with _environment(self.home, self.sources_file):
-            from .adapters.memory import collections_paused
-            from .defs.tags import ALLOW_SPIKE_TAG
+        from .adapters.memory import collections_paused
+        from .defs.tags import ALLOW_SPIKE_TAG
 
-            url = submit or os.environ.get("FRESHNESS_DAGSTER_URL")
-            if url:
-                from .defs.remote import submit_refreshes
+        url = submit or os.environ.get("FRESHNESS_DAGSTER_URL")
+        if url:
+            from .defs.remote import submit_refreshes
 
-                yield from submit_refreshes(
-                    url, names, self.settings.runs, tier=tier, tags={ALLOW_SPIKE_TAG: "true"} if allow_spike else None
-                )
-                return
+            yield from submit_refreshes(
+                url, names, self.settings.runs, tier=tier, tags={ALLOW_SPIKE_TAG: "true"} if allow_spike else None
+            )
+            return
 
-            with collections_paused():  # Dagster's import and the state store's (`memory.py`)
-                from .defs.instance import write_instance_config
-                from .defs.runner import run_refreshes
-                from .pipeline.attempts import record_attempt
-                from .pipeline.maintenance import require_writable_home
+        with collections_paused():  # Dagster's import and the state store's (`memory.py`)
+            from .defs.instance import write_instance_config
+            from .defs.runner import run_refreshes
+            from .pipeline.attempts import record_attempt
+            from .pipeline.maintenance import require_writable_home
 
-            tags = {ALLOW_SPIKE_TAG: "true"} if allow_spike else None
-            level = "INFO" if verbose else "CRITICAL"
-            require_writable_home(self.home)  # one clear line before Dagster writes its storage there
-            write_instance_config(self.home)  # the queue, pools and monitoring of docs/dagster.md
-            for name, outcome in run_refreshes(self.settings, names, tier=tier, tags=tags, log_level=level):
-                record_attempt(self.settings, name, outcome)
-                yield name, outcome
+        tags = {ALLOW_SPIKE_TAG: "true"} if allow_spike else None
+        level = "INFO" if verbose else "CRITICAL"
+        require_writable_home(self.home)  # one clear line before Dagster writes its storage there
+        write_instance_config(self.home)  # the queue, pools and monitoring of docs/dagster.md
+        refreshes = run_refreshes(
+            self.settings, names, tier=tier, tags=tags, log_level=level, sources_file=str(self.sources_file)
+        )
+        for name, outcome in refreshes:
+            record_attempt(self.settings, name, outcome)
+            yield name, outcome
 
     def deliver(self) -> list[Delivery]:
         """Send waiting change events to the configured webhooks, one `Delivery` each."""
-        with _environment(self.home, self.sources_file):
-            from .pipeline.delivery import deliver_all
+        from .pipeline.delivery import deliver_all
 
-            return deliver_all(self.settings)
+        return deliver_all(self.settings)
 
     def reconcile(self, source: str, *, fix: bool = False) -> tuple[ReconcileReport, bool]:
         """Compare the manifest with the vector store (and repair with `fix`): the report and
         whether the source is clean now."""
-        with _environment(self.home, self.sources_file):
-            from .pipeline.reconcile import reconcile_source
+        from .pipeline.reconcile import reconcile_source
 
-            return reconcile_source(self.settings, self.settings.source(source).name, fix=fix)
+        return reconcile_source(self.settings, self.settings.source(source).name, fix=fix)
 
     def migrate(self) -> str:
-        """Bring the state store's schema to the newest revision; one line saying what changed."""
-        with _environment(self.home, self.sources_file):
-            from .pipeline.maintenance import migrate
+        """Bring the state store's schema to the newest revision, and the settings `freshness`
+        manages in the home's dagster.yaml to this release's; one line per change."""
+        from .defs.instance import write_instance_config
+        from .pipeline.maintenance import migrate
 
-            return migrate(self.settings)
+        return "\n".join([*write_instance_config(self.home), migrate(self.settings)])
 
     # -- reading ----------------------------------------------------------------------
 
     def indexed(self, names: list[str] | None = None) -> list[str]:
         """The sources (of `names`, default all) that have committed an index."""
-        with _environment(self.home, self.sources_file):
-            from .pipeline.search import indexed_sources
+        from .pipeline.search import indexed_sources
 
-            return indexed_sources(self.settings, names or self.source_names)
+        return indexed_sources(self.settings, names or self.source_names)
 
     def search(
         self, query: str, *, k: int = 5, source: str | None = None, record: bool = True, explain: bool = False
@@ -221,43 +215,38 @@ class Index:
         live page text, and `as_of`, the date an answer can say it is true as of. With
         `record`, the search counts for `weak()` and the citation resolution rate; with
         `explain`, each hit says which part (vector, full-text or both) found it."""
-        with _environment(self.home, self.sources_file):
-            from .pipeline.search import search
+        from .pipeline.search import search
 
-            return search(self.settings, query, k=k, source=source, record=record, explain=explain)
+        return search(self.settings, query, k=k, source=source, record=record, explain=explain)
 
     def weak_threshold(self) -> float | None:
         """The best-match score under which a search is weak, for the configured model."""
-        with _environment(self.home, self.sources_file):
-            from .pipeline.search import weak_threshold
+        from .pipeline.search import weak_threshold
 
-            return weak_threshold(self.settings)
+        return weak_threshold(self.settings)
 
     def resolve(self, key: str, *, source: str | None = None) -> dict[str, Any] | None:
         """A section key (from a citation) followed through renamed headings and moved pages
         to the section's current text; None when unknown or its page is gone."""
         if not key.strip():
             raise ValueError("an empty key names no section; pass a key from a search result or citation")
-        with _environment(self.home, self.sources_file):
-            from .pipeline.search import resolve
+        from .pipeline.search import resolve
 
-            return resolve(self.settings, key, source=source)
+        return resolve(self.settings, key, source=source)
 
     def status(self, source: str | None = None) -> list[dict[str, Any]]:
         """Per source: pages and sections indexed, the last attempt and the last success,
         the index's health, the freshness score and why it alerts."""
-        with _environment(self.home, self.sources_file):
-            from .pipeline.source_status import source_status
+        from .pipeline.source_status import source_status
 
-            return [source_status(self.settings, name) for name in self.names(source)]
+        return [source_status(self.settings, name) for name in self.names(source)]
 
     def records(self, source: str | None = None) -> Iterator[dict[str, Any]]:
         """Every record of the committed index (of one source, or of every source)."""
         from .pipeline.search import dump
 
         for name in self.names(source):
-            with _environment(self.home, self.sources_file):
-                yield from dump(self.settings, name)
+            yield from dump(self.settings, name)
 
     def table(self, name: str, source: str | None = None, **options: Any) -> pa.Table:
         """A table of `core/tables.py` (`manifest`, `history`, `golden`, `golden_misses`,
@@ -268,12 +257,11 @@ class Index:
 
         if name not in READ:
             raise ValueError(f"no table {name!r}: one of {', '.join(READ)}")
-        with _environment(self.home, self.sources_file):
-            from .adapters.arrow_tables import arrow_table
-            from .pipeline.tables import read_all
+        from .adapters.arrow_tables import arrow_table
+        from .pipeline.tables import read_all
 
-            table, rows = read_all(self.settings, self.names(source), READ[name], **options)
-            return arrow_table(rows, table)
+        table, rows = read_all(self.settings, self.names(source), READ[name], **options)
+        return arrow_table(rows, table)
 
     def dump_manifest(self, out: BinaryIO, fmt: Literal["parquet", "csv"], source: str | None = None) -> None:
         """Write the manifest (`table("manifest")`) to `out` as Parquet or CSV."""
@@ -292,10 +280,9 @@ class Index:
         """Searches of the last `days` whose best match was weak, newest first."""
         if not days >= 1:  # also refuses NaN
             raise ValueError(f"days must be at least 1, not {days}")
-        with _environment(self.home, self.sources_file):
-            from .pipeline.history import weak_searches
+        from .pipeline.history import weak_searches
 
-            return weak_searches(self.settings, days=days)
+        return weak_searches(self.settings, days=days)
 
 
 def __getattr__(name: str) -> Any:
@@ -304,19 +291,3 @@ def __getattr__(name: str) -> Any:
 
         return Result
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-@contextmanager
-def _environment(home: Path, sources: Path) -> Iterator[None]:
-    """`DAGSTER_HOME` and `FRESHNESS_SOURCES` for the pipeline and Dagster's processes,
-    restored afterwards."""
-    before = {k: os.environ.get(k) for k in (HOME_ENV, SOURCES_ENV)}
-    os.environ[HOME_ENV], os.environ[SOURCES_ENV] = str(home), str(sources)
-    try:
-        yield
-    finally:
-        for k, v in before.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v

@@ -366,13 +366,10 @@ class Settings(_Strict):
     state_url: str | None = None  # SQLAlchemy URL; default sqlite under $DAGSTER_HOME
     webhooks: list[Webhook] = Field(default_factory=list)  # change-event receivers
     # The assets' owners in the Dagster catalog: e-mail addresses or `team:<name>`
-    owners: list[Annotated[str, Field(pattern=r"^(team:[\w.-]+|[^@\s]+@[^@\s]+\.[^@\s]+)$")]] = Field(
-        default_factory=list
-    )
+    owners: list[Annotated[str, Field(pattern=r"^(team:[\w.-]+|[^@\s]+@[^@\s]+\.[^@\s]+)$")]] = []  # pydantic copies it
     # model -> best cosine under which a search is weak; above 1 every search is
-    weak_thresholds: dict[str, Annotated[float, Field(strict=True, ge=-1, allow_inf_nan=False)]] = Field(
-        default_factory=dict
-    )
+    weak_thresholds: dict[str, Annotated[float, Field(strict=True, ge=-1, allow_inf_nan=False)]] = {}
+    _home: Path | None = None  # `home`: pydantic keeps it out of the file's fields
 
     @field_validator("sources")
     @classmethod
@@ -389,6 +386,10 @@ class Settings(_Strict):
             raise ValueError(f"duplicate source names: {', '.join(dupes)}")
         return self
 
+    @property
+    def home(self) -> Path:  # the state folder: `load_settings`' `home`, else $DAGSTER_HOME's
+        return self._home or Path(os.environ.get("DAGSTER_HOME") or "dagster_home").resolve()
+
     def source(self, name: str) -> Source:
         for s in self.sources:
             if s.name == name:
@@ -401,12 +402,8 @@ def sources_path(explicit: str | os.PathLike[str] | None = None) -> Path:
     return Path(explicit or os.environ.get("FRESHNESS_SOURCES") or DEFAULT_SOURCES)
 
 
-def dagster_home() -> Path:
-    return Path(os.environ.get("DAGSTER_HOME") or "dagster_home").resolve()
-
-
-def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
-    """Read and validate the sources file; every error names the file and the setting."""
+def load_settings(path: str | os.PathLike[str] | None = None, home: str | os.PathLike[str] | None = None) -> Settings:
+    """Read and validate the sources file (for the state folder `home`); errors name the file and setting."""
     p = sources_path(path)
     try:
         raw = yaml.safe_load(p.read_bytes().decode("utf-8"))
@@ -426,6 +423,7 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
         settings = Settings.model_validate(raw or {})
     except ValidationError as exc:
         raise ConfigError(f"{p}: {'; '.join(problem(err, raw, Settings) for err in exc.errors())}") from exc
+    settings._home = None if home is None else Path(home).expanduser().resolve()  # copied by model_copy
     return _with_golden_paths(settings, p)
 
 
@@ -447,4 +445,4 @@ def _with_golden_paths(settings: Settings, path: Path) -> Settings:
 def state_url(settings: Settings) -> str:
     """The manifest database: $FRESHNESS_STATE_URL, the file's `state_url`, or SQLite."""
     url = os.environ.get("FRESHNESS_STATE_URL") or settings.state_url
-    return url or f"sqlite:///{dagster_home() / 'freshness.db'}"
+    return url or f"sqlite:///{settings.home / 'freshness.db'}"

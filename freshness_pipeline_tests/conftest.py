@@ -10,6 +10,7 @@ The synthetic replay (pipeline/test_synthetic_replay.py) proves the planner eith
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from sqlalchemy import create_engine, text
 
 from bench.corpora import CORPORA, corpora_root
 from freshness_pipeline.defs.instance import write_instance_config
+from freshness_pipeline_tests.processes import end_groups
 
 RUN_CORPUS_TESTS = "FRESHNESS_CORPORA=/path/to/corpora python -m pytest -m corpus"
 PG_ADMIN_URL = os.environ.get("FRESHNESS_TEST_PG", "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres")
@@ -70,6 +72,19 @@ def dagster_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         write_instance_config(home)
         monkeypatch.setenv("DAGSTER_HOME", str(home))
         yield home
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """SIGTERM or SIGHUP (a CI timeout, a closed terminal) ends pytest, or an xdist worker,
+    without its fixtures' teardown: the process groups the tests started end first."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _end_groups_then_die)
+
+
+def _end_groups_then_die(signum: int, frame: object) -> None:
+    end_groups()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

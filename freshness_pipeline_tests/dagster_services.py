@@ -16,6 +16,8 @@ from pathlib import Path
 
 import httpx
 
+from freshness_pipeline_tests.processes import in_own_group
+
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 WORKSPACE = REPO / "workspace.yaml"
@@ -29,7 +31,7 @@ def free_port() -> int:
 
 def _start(cmd: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))}
-    return subprocess.Popen(cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+    return in_own_group(cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:

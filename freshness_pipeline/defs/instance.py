@@ -1,7 +1,8 @@
 """The Dagster instance settings this project runs with: `dagster_home/dagster.yaml` ships
 them, and the CLI and the demo write them into a `$DAGSTER_HOME` that has no dagster.yaml
 (without one, Dagster prints its telemetry welcome on every command and runs with no pool
-limit, no run monitoring and no per-source queue)."""
+limit, no run monitoring and no per-source queue), and keep them current in one an earlier
+release wrote."""
 
 from __future__ import annotations
 
@@ -52,13 +53,49 @@ INSTANCE_CONFIG: dict[str, Any] = {
 HEADER = """# The Dagster instance for freshness_pipeline (written by `freshness`; see docs/dagster.md):
 # telemetry off, the run queue (one run per source), the `embeddings` pool limit, run monitoring.
 """
+MARK = "(written by `freshness`"  # in the header of every release's dagster.yaml
+_ABSENT: Any = object()  # a setting the file does not have
 
 
-def write_instance_config(home: Path) -> bool:
-    """Write `home/dagster.yaml` unless there is one. Returns whether it wrote it."""
+def write_instance_config(home: Path) -> list[str]:
+    """Write `home/dagster.yaml`, or keep current the settings this project manages (the
+    top-level keys of `INSTANCE_CONFIG`) in one that `freshness` wrote, whatever its release:
+    a release's settings may name code the next one no longer has. The keys a user added
+    are kept. A dagster.yaml of the user's own is not touched: its differences are said.
+    Returns what it wrote or changed (or would), one line each; none when all is current."""
     path = home / "dagster.yaml"
-    if path.exists():
-        return False
-    home.mkdir(parents=True, exist_ok=True)
-    path.write_text(HEADER + yaml.safe_dump(INSTANCE_CONFIG, sort_keys=False))
-    return True
+    if not path.exists():
+        home.mkdir(parents=True, exist_ok=True)
+        path.write_text(HEADER + yaml.safe_dump(INSTANCE_CONFIG, sort_keys=False))
+        return [f"{path}: written (docs/dagster.md)"]
+    text = path.read_text()
+    found = yaml.safe_load(text) or {}
+    changes = [
+        f"{key}: {change}" for key in INSTANCE_CONFIG for change in _differences(found.get(key), INSTANCE_CONFIG[key])
+    ]
+    if not changes:
+        return []
+    if MARK not in text.split("\n", 1)[0]:
+        return [
+            f"{path} is not one `freshness` wrote, so it is left as it is; to run as shipped, set " + c for c in changes
+        ]
+    path.write_text(HEADER + yaml.safe_dump({**found, **INSTANCE_CONFIG}, sort_keys=False))
+    return [f"{path}: {c}" for c in changes]
+
+
+def _differences(old: Any, new: Any, at: str = "") -> list[str]:
+    """What turns `old` into `new`, one line per setting (dotted paths below the key)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return [
+            line
+            for k in dict.fromkeys([*new, *old])
+            for line in _differences(old.get(k, _ABSENT), new.get(k, _ABSENT), f"{at}.{k}" if at else str(k))
+        ]
+    if old == new:
+        return []
+    where = f"{at} " if at else ""
+    if new is _ABSENT:
+        return [f"{where}removed (was {old!r})"]
+    if old is _ABSENT or old is None:
+        return [f"{where}set to {new!r}"]
+    return [f"{where}{old!r} -> {new!r}"]

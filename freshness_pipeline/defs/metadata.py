@@ -9,7 +9,7 @@ from typing import Any
 import dagster as dg
 
 from ..adapters.vectorstores.lance_paths import table_folder
-from ..config import Settings, dagster_home
+from ..config import Settings
 from ..core.tables import Kind, Table, utc_minute
 
 ROW_COUNT = "dagster/row_count"
@@ -53,7 +53,7 @@ def index_uri(settings: Settings, namespace: str) -> str:
     if store.provider == "pinecone":
         host = (store.host or store.index_name or "").removeprefix("https://").removeprefix("http://").rstrip("/")
         return f"pinecone://{host}/{namespace}"
-    root = store.path or str(Path(dagster_home()) / "vectors")
+    root = store.path or str(settings.home / "vectors")
     folder = table_folder(namespace)
     return f"{root.rstrip('/')}/{folder}" if "://" in root else (Path(root).resolve() / folder).as_uri()
 

@@ -28,6 +28,7 @@ class FreshnessResource(dg.ConfigurableResource):
     closed when the execution ends. Opening it checks the schema; the first stage migrates."""
 
     sources_file: str | None = None
+    home: str | None = None  # the state folder; unset, $DAGSTER_HOME (`Settings.home`)
     # Service keys; unset, the embedder and the store read $OPENAI_API_KEY / $PINECONE_API_KEY
     # (a deployment may bind them to `dg.EnvVar`s: Dagster then shows the variable's name only).
     openai_api_key: str | None = None
@@ -35,7 +36,7 @@ class FreshnessResource(dg.ConfigurableResource):
     _stores: dict[str, StateStore] = PrivateAttr(default_factory=dict)
 
     def settings(self) -> Settings:
-        return load_settings(self.sources_file)
+        return load_settings(self.sources_file, self.home)
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         for store in self._stores.values():

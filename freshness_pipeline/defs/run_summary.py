@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
-from ..config import load_settings
+from ..config import Settings, load_settings
 from ..pipeline.attempts import committed
 from .executors import BROKER_TAG
 from .metadata import INDEX_EXTRAS
@@ -62,7 +62,7 @@ class RunFacts:
     running: list[str] = field(default_factory=list)  # steps started and not ended when read
 
 
-def outcome(facts: RunFacts) -> dict[str, Any]:
+def outcome(facts: RunFacts, settings: Settings | None = None) -> dict[str, Any]:
     """What `run_refresh` returns: `status` ("success" | "blocked" | "failure"), `message`,
     the run's counts (or what the crawl knows), the checks that did not pass, the pages in
     error; `committed` when a run that did not succeed committed all the same."""
@@ -90,7 +90,7 @@ def outcome(facts: RunFacts) -> dict[str, Any]:
         return {**out, "status": "blocked", "message": message}
     # Without vector_index's materialization, the state store says whether the run committed
     # (it failed or was interrupted after its commit, or was failed from outside meanwhile).
-    commit = _commit(facts) if index is None else None
+    commit = _commit(facts, settings) if index is None else None
     if commit is not None:
         out |= dict(commit["counts"]) | {"reindex_reason": commit.get("reason"), "committed": True}
     if facts.succeeded:
@@ -106,10 +106,10 @@ def outcome(facts: RunFacts) -> dict[str, Any]:
     return {**out, "status": "failure", "message": message}
 
 
-def _commit(facts: RunFacts) -> dict[str, Any] | None:
+def _commit(facts: RunFacts, settings: Settings | None) -> dict[str, Any] | None:
     if facts.source is None:  # a run of no partition
         return None
-    settings = load_settings()
+    settings = settings or load_settings()
     known = facts.source in {s.name for s in settings.sources}
     return committed(settings, facts.source, facts.run_id) if known else None
 

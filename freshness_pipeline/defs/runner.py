@@ -59,19 +59,22 @@ def run_refreshes(
     tier: str | None = None,
     tags: dict[str, str] | None = None,
     log_level: str = "WARNING",
+    sources_file: str | None = None,
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """Refresh several sources, one run after the other; yields (source, outcome) as each
     run ends. Each run holds its source's run lock (`pipeline/source_runs.py`), waiting at
     most `runs.source_wait_s` for another `freshness run` of it; a run of the source that a
     `freshness run` executed and that is still in flight once the lock is ours lost its
     process, and is failed (`dead_runs.py`); one of the UI or a sensor in flight is waited
-    for within the same bound. Raises `Interrupted` on a Ctrl-C."""
+    for within the same bound. Raises `Interrupted` on a Ctrl-C. The runs execute on the
+    instance of `settings.home`, their resource reading `sources_file`."""
     if (name := executor_name()) != "in_process":  # execute_in_process would ignore it
         raise ConfigError(
             f"${EXECUTOR_ENV}={name}: its runs execute on the deployment, not in this process; "
             f"submit them to its webserver with `freshness run --submit URL` (or ${URL_ENV})"
         )
-    instance = dg.DagsterInstance.get()
+    instance = dg.DagsterInstance.local_temp(str(settings.home))
+    where = {"home": str(settings.home), "sources_file": sources_file}
     order = list(dict.fromkeys(sources))
     instance.add_dynamic_partitions(str(sources_partitions.name), order)  # those it has are kept
     from .definitions import defs  # the code location, loaded once the instance is ready
@@ -90,15 +93,18 @@ def run_refreshes(
                     run_id=run_id,
                     tags=run_tags(tier, tags),
                     raise_on_error=False,
-                    run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
+                    run_config={
+                        "loggers": {"console": {"config": {"log_level": log_level}}},
+                        "resources": {"freshness": {"config": where}},
+                    },
                 )
             stopped = interrupted(result.all_events)  # Dagster made the Ctrl-C a failed run
         except KeyboardInterrupt:  # outside the run's steps: before it, or as it ended
             stopped = True
         try:
-            done = _summary(instance, run_id, result)
+            done = _summary(instance, run_id, result, settings)
         except KeyboardInterrupt:  # another Ctrl-C while it was read: read it once more
-            stopped, done = True, _summary(instance, run_id, result)
+            stopped, done = True, _summary(instance, run_id, result, settings)
         if not stopped:
             yield source, done
             continue
@@ -110,13 +116,15 @@ def run_refreshes(
         raise Interrupted(source, landed, order[i + 1 :])
 
 
-def _summary(instance: dg.DagsterInstance, run_id: str, result: dg.ExecuteInProcessResult | None) -> dict[str, Any]:
+def _summary(
+    instance: dg.DagsterInstance, run_id: str, result: dg.ExecuteInProcessResult | None, settings: Settings | None
+) -> dict[str, Any]:
     """The run's outcome from its result, or (a Ctrl-C reached it outside its steps) from its
     status alone; none if it never started."""
     run = instance.get_run_by_id(run_id)
     if run is None:
         return {"run_id": None, "status": "failure", "message": "interrupted before its run started"}
-    return outcome(from_events(run, result.all_events if result is not None else []))
+    return outcome(from_events(run, result.all_events if result is not None else []), settings)
 
 
 def _end_dead_runs(instance: dg.DagsterInstance, settings: Settings, hold: SourceHold) -> None:

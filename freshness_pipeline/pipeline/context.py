@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 
 from ..adapters.embedders import make_embedder
 from ..adapters.embedders.base import Embedder
@@ -13,7 +12,7 @@ from ..adapters.embedders.tokenizer import TokenizerSpec, tokenizer_for
 from ..adapters.state.store import StateStore
 from ..adapters.vectorstores import make_vector_store
 from ..adapters.vectorstores.base import VectorStore
-from ..config import NoisePolicy, Settings, Source, dagster_home, state_url
+from ..config import NoisePolicy, Settings, Source, state_url
 from ..core.embedding_models import model_and_dims
 from ..core.noise import NORMALIZER_VERSION
 from ..core.segment import CHUNKER_VERSION
@@ -89,7 +88,7 @@ class SourceContext:
         if self._vectors is None:
             self._vectors = make_vector_store(
                 self.settings.vector_store,
-                default_path=Path(dagster_home()) / "vectors",
+                default_path=self.settings.home / "vectors",
                 api_key=self.pinecone_api_key,
             )
         return self._vectors

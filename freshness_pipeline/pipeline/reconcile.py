@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..adapters.damage import REPAIR_INDEX, DamagedState
-from ..config import Settings, dagster_home
+from ..config import Settings
 from ..core.state import SourceState
 from ..core.versions import namespace
 from .context import SourceContext
@@ -88,7 +88,7 @@ def compare(ctx: SourceContext, state: SourceState | None, *, committed: bool = 
     digest, report.records = _digest(manifest.iter_hashes(ctx.name))
     key = f"{report.namespace}{' committed' if committed else ''}"
     seen = {"manifest": digest, "store": ctx.vectors.snapshot(report.namespace)}
-    if seen["store"] is not None and _remembered(ctx.name).get(key) == seen:
+    if seen["store"] is not None and _remembered(ctx.settings.home, ctx.name).get(key) == seen:
         return report  # both sides as they were at the last clean comparison
     try:
         held = ctx.vectors.list_hashes(report.namespace, committed=committed)
@@ -109,7 +109,7 @@ def compare(ctx: SourceContext, state: SourceState | None, *, committed: bool = 
         # Compared right after a commit (the `reconcile_clean` check), what committed readers
         # see is the same: `freshness status` then need not open the store either.
         also = [] if committed or not ctx.vectors.committed_is_current(report.namespace) else [f"{key} committed"]
-        _remember(ctx.name, [key, *also], seen)
+        _remember(ctx.settings.home, ctx.name, [key, *also], seen)
     return report
 
 
@@ -122,24 +122,24 @@ def _digest(rows: Iterable[tuple[str, str]]) -> tuple[str, int]:
     return digest.hexdigest(), n
 
 
-def _memo_file(source: str) -> Path:
-    return dagster_home() / "reconciled" / f"{hashlib.blake2b(source.encode(), digest_size=8).hexdigest()}.json"
+def _memo_file(home: Path, source: str) -> Path:
+    return home / "reconciled" / f"{hashlib.blake2b(source.encode(), digest_size=8).hexdigest()}.json"
 
 
-def _remembered(source: str) -> dict[str, dict[str, str | None]]:
+def _remembered(home: Path, source: str) -> dict[str, dict[str, str | None]]:
     try:
-        return json.loads(_memo_file(source).read_text())
+        return json.loads(_memo_file(home, source).read_text())
     except (OSError, ValueError):
         return {}  # none yet, or unreadable: compare in full
 
 
-def _remember(source: str, keys: list[str], seen: dict[str, str | None]) -> None:
+def _remember(home: Path, source: str, keys: list[str], seen: dict[str, str | None]) -> None:
     """Best effort: a read-only home just compares in full every time."""
-    path = _memo_file(source)
+    path = _memo_file(home, source)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(_remembered(source) | dict.fromkeys(keys, seen)))
+        tmp.write_text(json.dumps(_remembered(home, source) | dict.fromkeys(keys, seen)))
         tmp.replace(path)
     except OSError:
         pass

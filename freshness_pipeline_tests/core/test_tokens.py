@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import socket
 
 import pytest
@@ -35,11 +36,19 @@ def test_builds_offline_from_tiktokens_own_cache(monkeypatch: pytest.MonkeyPatch
     )
 
 
-def test_an_empty_cache_setting_is_not_left_off(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    """TIKTOKEN_CACHE_DIR="" would turn tiktoken's cache off (and download): ours is used."""
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")
+def test_the_cache_folder_is_tiktokens_own(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """The ranks go where tiktoken looks, found as it finds it; the environment is not set.
+    An empty TIKTOKEN_CACHE_DIR would turn tiktoken's cache off (and download): refused."""
+    monkeypatch.delenv("TIKTOKEN_CACHE_DIR", raising=False)
+    monkeypatch.delenv("DATA_GYM_CACHE_DIR", raising=False)
     monkeypatch.setattr(tokens.tempfile, "gettempdir", lambda: str(tmp_path))
-    assert tokens.cache_dir() == tmp_path / "freshness-tiktoken"
+    assert tokens.cache_dir() == tmp_path / "data-gym-cache"
+    assert "TIKTOKEN_CACHE_DIR" not in os.environ
+    monkeypatch.setenv("DATA_GYM_CACHE_DIR", str(tmp_path / "gym"))
+    assert tokens.cache_dir() == tmp_path / "gym"
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")
+    with pytest.raises(ValueError, match="TIKTOKEN_CACHE_DIR is empty"):
+        tokens.cache_dir()
 
 
 def test_cached() -> None:

@@ -24,6 +24,7 @@ from freshness_pipeline_tests.conftest import PG_ADMIN_URL
 from freshness_pipeline_tests.sitegen import generate
 
 # "down" refreshes every 7.2 s / 9 s / 10.8 s (hot / warm / cold): past its FAIL window soon.
+# On a busy host the test stretches these by how long a refresh took there (`_stretch`).
 FAST = {"hot_every_h": 0.002, "warm_every_h": 0.0025, "cold_every_h": 0.003}
 CHECK = dg.AssetCheckKey(dg.AssetKey("vector_index"), "source_fresh")
 
@@ -64,7 +65,13 @@ def _tick(instance: dg.DagsterInstance, cursor: str | None = None) -> tuple[list
     return found, data.cursor
 
 
-def _sources(home: Path, monkeypatch: pytest.MonkeyPatch, up: DocsSite, down: DocsSite) -> None:
+def _stretch(refresh_s: float) -> float:
+    """How much FAST is stretched so that a tick a few refreshes' time after "down"'s refresh
+    still finds it within its fastest interval."""
+    return max(1.0, 4 * refresh_s / (FAST["hot_every_h"] * 3600))
+
+
+def _sources(home: Path, monkeypatch: pytest.MonkeyPatch, up: DocsSite, down: DocsSite, stretch: float = 1.0) -> None:
     up.publish(generate(2, sections_per_page=2, seed=5).markdown())
     down.publish(generate(2, sections_per_page=2, seed=6).markdown())
     path = home / "sources.yaml"
@@ -73,7 +80,7 @@ def _sources(home: Path, monkeypatch: pytest.MonkeyPatch, up: DocsSite, down: Do
             {
                 "sources": [
                     {"name": "up", "sitemap": up.sitemap_url},
-                    {"name": "down", "sitemap": down.sitemap_url, "tiers": FAST},
+                    {"name": "down", "sitemap": down.sitemap_url, "tiers": {k: v * stretch for k, v in FAST.items()}},
                 ],
                 "embedder": {"provider": "hashing"},
             }
@@ -87,9 +94,12 @@ def test_each_source_is_judged_against_its_own_cadence(dagster_home: Path, monke
         _sources(dagster_home, monkeypatch, up, down)
         instance.add_dynamic_partitions("sources", ["up", "down"])
         for name in ("up", "down"):
+            began = time.monotonic()
             result = _refresh(instance, name)
             assert result.success
             assert not [e for e in result.get_asset_check_evaluations() if e.check_name == "source_fresh"]
+        refreshed, stretch = time.monotonic(), _stretch(time.monotonic() - began)
+        _sources(dagster_home, monkeypatch, up, down, stretch)  # the resource reads the file on each use
 
         first, cursor = _tick(instance)
         assert {e.partition: e.passed for e in first} == {"up": True, "down": True}
@@ -97,7 +107,8 @@ def test_each_source_is_judged_against_its_own_cadence(dagster_home: Path, monke
         assert _tick(instance, cursor)[0] == []
 
         down.__exit__(None, None, None)  # the site goes away; its runs fail, so nothing is committed
-        time.sleep(11.0)  # past its slowest tier's interval (10.8 s)
+        slowest = FAST["cold_every_h"] * 3600 * stretch
+        time.sleep(max(0.0, refreshed + slowest + 0.2 - time.monotonic()))  # past its slowest tier's interval
         failed = _refresh(instance, "down")
         assert not failed.success
         # a refresh does not plan source_fresh, so a failed one leaves no execution PLANNED

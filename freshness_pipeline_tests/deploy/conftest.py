@@ -25,6 +25,7 @@ from sqlalchemy import create_engine, make_url, text
 
 from freshness_pipeline_tests.conftest import PG_ADMIN_URL
 from freshness_pipeline_tests.dagster_services import daemon, stop_sensors, webserver
+from freshness_pipeline_tests.processes import in_own_group
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -135,7 +136,7 @@ def start_worker(env: dict[str, str], name: str, queues: tuple[str, ...], log: P
     cmd = [str(BIN / "dagster-celery"), "worker", "start", "-A", "freshness_pipeline.defs.celery_app"]
     # One `-q` with a comma-separated list: celery keeps only the last of several `-Q`.
     cmd += ["-q", ",".join(queues), "-n", name, "--", "--concurrency=1"]
-    return subprocess.Popen(cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+    return in_own_group(cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
 
 
 def wait_ready(log: Path, name: str, timeout: float = 120) -> None:

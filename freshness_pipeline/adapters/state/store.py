@@ -13,7 +13,7 @@ from pathlib import Path
 from sqlalchemy import Engine, create_engine
 from sqlalchemy.pool import StaticPool
 
-from ..damage import SchemaOutdated
+from ..damage import DamagedState, SchemaOutdated
 from . import schema
 from .engine import make_engine, parse_url
 from .intents import Intents
@@ -82,9 +82,10 @@ class Migration:
 def migrate(url: str) -> Migration:
     """Bring the state database to the newest schema (creating it when absent). Concurrent
     callers take turns; a database already at head costs one read of its revision."""
-    engine = make_engine(url, read_only=False)
-    if engine.dialect.name == "sqlite" and (db := _sqlite_file(url)) is not None:
+    if (db := _sqlite_file(url)) is not None:
+        _refuse_empty(db)
         db.parent.mkdir(parents=True, exist_ok=True)
+    engine = make_engine(url, read_only=False)
     try:
         with Locks(engine, url).lock("_migrate", wait=True):
             before = current_revisions(engine)
@@ -109,10 +110,22 @@ def _sqlite_file(url: str) -> Path | None:
     return Path(parsed.database or "")
 
 
+def _refuse_empty(db: Path) -> None:
+    """A zero-byte file where the state database should be is one whose contents are lost
+    (SQLite would read it as a new, empty database: nothing indexed)."""
+    if db.is_file() and db.stat().st_size == 0:
+        raise DamagedState(
+            f"{db} is empty (0 bytes): the state database is lost; restore it from a backup, "
+            "or delete it and run `freshness run` to index the sources again"
+        )
+
+
 def _open_writer(url: str) -> Engine:
     db = _sqlite_file(url)
     if db is not None and not db.is_file():  # connecting would create an empty file
         raise SchemaOutdated(f"{db} does not exist yet: run {MIGRATE} {OR_RUN}")
+    if db is not None:
+        _refuse_empty(db)
     engine = make_engine(url, read_only=False)
     _checked(engine, url)
     return engine
@@ -122,6 +135,8 @@ def _open_reader(url: str) -> Engine:
     db = _sqlite_file(url)
     if db is not None and not db.is_file():
         return _empty_state()
+    if db is not None:
+        _refuse_empty(db)
     engine = make_engine(url, read_only=True)
     if not _checked(engine, url, empty_ok=True):
         engine.dispose()

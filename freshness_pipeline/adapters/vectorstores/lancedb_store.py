@@ -42,7 +42,6 @@ from typing import TYPE_CHECKING, Any, cast
 from freshness_pipeline.adapters.damage import REPAIR_INDEX, DamagedState
 from freshness_pipeline.adapters.vectorstores.base import Hit, VectorRecord
 from freshness_pipeline.adapters.vectorstores.lance_paths import table_folder, table_name
-from freshness_pipeline.adapters.vectorstores.lancedb_import import import_lancedb
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -135,10 +134,10 @@ class LanceDBStore:
 
     @cached_property
     def _db(self) -> LanceDBConnection:
-        # Imported on first use (1 s on the 2-core machine, 2.6 s with the REST client that
-        # `import_lancedb` defers): a quiet run whose reconcile finds the table as it was at
-        # its last clean comparison (`snapshot`) never opens it.
-        lancedb = import_lancedb()
+        # Imported on first use: a quiet run whose reconcile finds the table as it was at its
+        # last clean comparison (`snapshot`) never opens it.
+        import lancedb
+
         return cast("LanceDBConnection", lancedb.connect(str(self.path)))
 
     def snapshot(self, namespace: str) -> str | None:

@@ -1,0 +1,64 @@
+"""Every process a test starts (`processes.in_own_group`: the services, the Celery workers)
+ends with the suite however it is stopped: a Ctrl-C, or a SIGTERM that skips the fixtures'
+teardown. A pytest session whose test started a process tree and hangs is stopped, and
+nothing of that tree is left."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+HANGING = """
+import time
+from pathlib import Path
+from freshness_pipeline_tests.processes import in_own_group
+
+def test_hangs_with_a_tree():
+    tree = in_own_group(["bash", "-c", "sleep 600 & sleep 600"])
+    Path({pid_file!r}).write_text(str(tree.pid))
+    time.sleep(600)
+"""
+
+
+def group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_stopped_suite_leaves_no_process_of_its_tests(tmp_path: Path, sig: signal.Signals) -> None:
+    pid_file = tmp_path / "tree.pid"
+    (tmp_path / "test_hanging.py").write_text(HANGING.format(pid_file=str(pid_file)))
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "freshness_pipeline_tests.conftest"]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    suite = subprocess.Popen([*cmd, str(tmp_path / "test_hanging.py")], cwd=tmp_path, env=env)
+    group = None
+    try:
+        deadline = time.monotonic() + 120
+        while not pid_file.exists() or not pid_file.read_text():
+            assert suite.poll() is None and time.monotonic() < deadline, "the hanging test did not start its tree"
+            time.sleep(0.2)
+        group = int(pid_file.read_text())
+        assert group_alive(group)
+        suite.send_signal(sig)
+        suite.wait(timeout=60)
+        deadline = time.monotonic() + 10  # SIGKILLed: gone as soon as init reaps them
+        while group_alive(group) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not group_alive(group), f"{sig.name}: the test's process tree outlived the suite"
+    finally:
+        if suite.poll() is None:
+            suite.kill()
+            suite.wait()
+        if group is not None and group_alive(group):
+            os.killpg(group, signal.SIGKILL)
