@@ -65,16 +65,15 @@ def run_refreshes(
     run ends. Each run holds its source's run lock (`pipeline/source_runs.py`), waiting at
     most `runs.source_wait_s` for another `freshness run` of it; a run of the source that a
     `freshness run` executed and that is still in flight once the lock is ours lost its
-    process, and is failed (`dead_runs.py`); one of the UI or a sensor in flight is waited
-    for within the same bound. Raises `Interrupted` on a Ctrl-C. The runs execute on the
-    instance of `settings.home`, their resource reading `sources_file`."""
+    process, and is failed (`dead_runs.py`); one of the UI or a sensor is waited for within
+    the same bound. Raises `Interrupted` on a Ctrl-C. Runs on `settings.home`'s instance."""
     if (name := executor_name()) != "in_process":  # execute_in_process would ignore it
         raise ConfigError(
             f"${EXECUTOR_ENV}={name}: its runs execute on the deployment, not in this process; "
             f"submit them to its webserver with `freshness run --submit URL` (or ${URL_ENV})"
         )
     instance = dg.DagsterInstance.local_temp(str(settings.home))
-    where = {"home": str(settings.home), "sources_file": sources_file}
+    config = _run_config(settings, sources_file, log_level)
     order = list(dict.fromkeys(sources))
     instance.add_dynamic_partitions(str(sources_partitions.name), order)  # those it has are kept
     from .definitions import defs  # the code location, loaded once the instance is ready
@@ -93,10 +92,7 @@ def run_refreshes(
                     run_id=run_id,
                     tags=run_tags(tier, tags),
                     raise_on_error=False,
-                    run_config={
-                        "loggers": {"console": {"config": {"log_level": log_level}}},
-                        "resources": {"freshness": {"config": where}},
-                    },
+                    run_config=config,
                 )
             stopped = interrupted(result.all_events)  # Dagster made the Ctrl-C a failed run
         except KeyboardInterrupt:  # outside the run's steps: before it, or as it ended
@@ -114,6 +110,15 @@ def run_refreshes(
             note = "interrupted by a Ctrl-C after its commit landed"
             yield source, {**done, "status": "success", "warnings": [*done.get("warnings", []), note]}
         raise Interrupted(source, landed, order[i + 1 :])
+
+
+def _run_config(settings: Settings, sources_file: str | None, log_level: str) -> dict[str, Any]:
+    """The run's console level, and its resource's home and sources file (not the environment's)."""
+    resource = {"home": str(settings.home), "sources_file": sources_file}
+    return {
+        "loggers": {"console": {"config": {"log_level": log_level}}},
+        "resources": {"freshness": {"config": resource}},
+    }
 
 
 def _summary(
