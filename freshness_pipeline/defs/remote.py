@@ -28,6 +28,8 @@ from .tags import PARTITION_TAG, run_tags
 if TYPE_CHECKING:
     from dagster_graphql import DagsterGraphQLClient
 
+    from ..config import Settings
+
 URL_ENV = "FRESHNESS_DAGSTER_URL"
 LOCATION = "freshness_pipeline"  # workspace.yaml's location name
 REPOSITORY = "__repository__"  # the repository of a location's `Definitions`
@@ -80,10 +82,16 @@ class SubmitError(RuntimeError):
 
 
 def submit_refreshes(
-    url: str, sources: list[str], *, tier: str | None = None, tags: dict[str, str] | None = None
+    url: str,
+    sources: list[str],
+    *,
+    tier: str | None = None,
+    tags: dict[str, str] | None = None,
+    settings: Settings | None = None,
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """Submit one `refresh` run per source to the deployment at `url` (each waits in its
-    run queue as the UI's would), then wait for each; yields (source, outcome) in order."""
+    run queue as the UI's would), then wait for each; yields (source, outcome) in order.
+    `settings`: the sources file's, for the summaries (default: $FRESHNESS_SOURCES')."""
     from dagster_graphql import DagsterGraphQLClient, DagsterGraphQLClientError
 
     parts = urlsplit(url if "//" in url else f"http://{url}")
@@ -107,7 +115,7 @@ def submit_refreshes(
         except DagsterGraphQLClientError as exc:
             raise SubmitError(f"{endpoint} did not take {source}'s run: {exc}") from exc
     for source in order:
-        yield source, _watch(client, _Events(endpoint, runs[source], source))
+        yield source, _watch(client, _Events(endpoint, runs[source], source), settings)
 
 
 def _post(endpoint: str, query: str, variables: dict[str, Any]) -> dict[str, Any]:
@@ -177,7 +185,7 @@ class _Events:
             facts.run_failures.append(short(error["message"]) if error else (e["message"] or "").strip())
 
 
-def _watch(client: DagsterGraphQLClient, events: _Events) -> dict[str, Any]:
+def _watch(client: DagsterGraphQLClient, events: _Events, settings: Settings | None) -> dict[str, Any]:
     """Wait for the run to end and summarize it; says once, on stderr, when a step of it
     waits for a Celery worker."""
     facts, said = events.facts, False
@@ -196,7 +204,7 @@ def _watch(client: DagsterGraphQLClient, events: _Events) -> dict[str, Any]:
         time.sleep(POLL_S)
     events.read()
     facts.status, facts.succeeded = status, status == "SUCCESS"
-    return outcome(facts)
+    return outcome(facts, settings)
 
 
 def _value(entry: dict[str, Any]) -> Any:
