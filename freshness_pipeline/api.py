@@ -156,9 +156,8 @@ class Index:
         if url:
             from .defs.remote import submit_refreshes
 
-            yield from submit_refreshes(
-                url, names, self.settings.runs, tier=tier, tags={ALLOW_SPIKE_TAG: "true"} if allow_spike else None
-            )
+            spike = {ALLOW_SPIKE_TAG: "true"} if allow_spike else None
+            yield from submit_refreshes(url, names, self.settings, tier=tier, tags=spike)
             return
 
         with collections_paused():  # Dagster's import and the state store's (`memory.py`)

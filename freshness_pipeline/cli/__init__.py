@@ -37,8 +37,8 @@ def entry() -> NoReturn:
     """The `freshness` script: `main`, then Python's exit without its final garbage
     collections, which walk every object of the modules a command imported (Dagster's are
     most of them): every object still tracked is frozen out of them at exit (`gc.freeze`);
-    exit handlers still run, only objects in reference cycles are left to the OS. It saves
-    0.3 s of CPU of a `freshness status` (`adapters/memory.py` says how it was measured)."""
+    exit handlers still run, only objects in reference cycles are left to the OS
+    (`adapters/memory.py`: what it saves)."""
     atexit.register(gc.freeze)
     try:
         code = main()

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from ..config import RunPolicy
+from ..config import Settings
 from ..pipeline.errors import ServiceError
 from .run_summary import Check, RunFacts, failed_checks, outcome, short
 from .tags import PARTITION_TAG, run_tags
@@ -95,11 +95,12 @@ class SubmitError(ServiceError):
 
 
 def submit_refreshes(
-    url: str, sources: list[str], policy: RunPolicy, *, tier: str | None = None, tags: dict[str, str] | None = None
+    url: str, sources: list[str], settings: Settings, *, tier: str | None = None, tags: dict[str, str] | None = None
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """Submit one `refresh` run per source to the deployment at `url` (each waits in its
     run queue as the UI's would), then wait for each; yields (source, outcome) in order.
-    Every call has `policy.graphql_timeout_s`; a run is waited for `policy.submit_wait_s`."""
+    Every call has `runs.graphql_timeout_s`; a run is waited for `runs.submit_wait_s`."""
+    policy = settings.runs
     parts = urlsplit(url if "//" in url else f"http://{url}")
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise SubmitError(f"{URL_ENV} / --submit {url!r}: expected the webserver's URL, e.g. http://host:3000")
@@ -111,7 +112,7 @@ def submit_refreshes(
         runs[source] = (_launch(api, source, {**run_tags(tier, tags), PARTITION_TAG: source}), time.monotonic())
     for source in order:
         run_id, since = runs[source]
-        yield source, _watch(api, _Events(api, run_id, source), policy, since)
+        yield source, _watch(api, _Events(api, run_id, source), settings, since)
 
 
 class _GraphQL:
@@ -236,9 +237,10 @@ class _Events:
             facts.run_failures.append(short(error["message"]) if error else (e["message"] or "").strip())
 
 
-def _watch(api: _GraphQL, events: _Events, policy: RunPolicy, since: float) -> dict[str, Any]:
-    """Wait for the run to end (at most `policy.submit_wait_s` after it was submitted) and
+def _watch(api: _GraphQL, events: _Events, settings: Settings, since: float) -> dict[str, Any]:
+    """Wait for the run to end (at most `runs.submit_wait_s` after it was submitted) and
     summarize it; says once, on stderr, when a step of it waits for a Celery worker."""
+    policy = settings.runs
     facts, said = events.facts, False
     while (status := _status(api, facts.run_id)) not in FINISHED:
         if time.monotonic() - since > policy.submit_wait_s:
@@ -260,7 +262,7 @@ def _watch(api: _GraphQL, events: _Events, policy: RunPolicy, since: float) -> d
         time.sleep(policy.poll_s)
     events.read()
     facts.status, facts.succeeded = status, status == "SUCCESS"
-    return outcome(facts)
+    return outcome(facts, settings)
 
 
 def _value(entry: dict[str, Any]) -> Any:
