@@ -231,10 +231,13 @@ def test_status_does_not_load_dagster(dagster_home: Path) -> None:
     assert done.returncode == 0, done.stderr
     text_out, _, json_out = done.stdout.partition("\n[")
     assert text_out.startswith("docs: 0 pages, 0 sections indexed; last success never"), done.stdout
+    # never run: "never refreshed", as source_fresh says it (no ERROR: nothing says since when)
+    assert "\n  ALERT: never refreshed (WARN after " in text_out, done.stdout
     assert "freshness score 0.917" in text_out and "ALERT: score 0.917" in text_out, done.stdout
     assert "measured_at" in text_out and "2023-11-14 22:13" in text_out and "2.0" in text_out, done.stdout
     (row,) = json.loads("[" + json_out)
     assert row["freshness"]["score"] == 0.917
+    assert (row["verdict"]["state"], row["verdict"]["level"]) == ("never", "warn")
 
 
 def test_the_code_location_and_the_reading_commands_load_no_pandas(dagster_home: Path) -> None:

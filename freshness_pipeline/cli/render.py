@@ -119,8 +119,11 @@ def print_status(r: dict[str, Any], checks: CheckPolicy) -> None:
 
 def _print_freshness(r: dict[str, Any], checks: CheckPolicy) -> None:
     stalled = (r.get("freshness") or {}).get("not_refreshed")
+    verdict = r.get("verdict") or {}
     if stalled:
         print(f"  ALERT: not refreshed: {plain_error(stalled)}")
+    elif verdict.get("state") in ("never", "stale") and not verdict.get("by_score"):
+        print(f"  {'ALERT: ' if verdict['level'] != 'ok' else ''}{verdict['reason']}")
     if r.get("freshness_history"):
         f = r["freshness"]
         print(f"  freshness score {f['score']:.3f}" + (" (measured at the last success)" if stalled else ""))
