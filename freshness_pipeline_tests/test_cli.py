@@ -59,7 +59,7 @@ def test_run_lines_show_only_the_counts_the_run_produced() -> None:
     ]
 
 
-def test_run_lines_list_failed_checks_and_ten_error_pages() -> None:
+def test_run_lines_list_failed_checks_and_the_error_pages_by_reason() -> None:
     counts = {"crawled": 30, "new": 0, "changed": 2, "unchanged": 16, "gone": 0, "errors": 12}
     outcome = {
         "status": "success",
@@ -73,8 +73,9 @@ def test_run_lines_list_failed_checks_and_ten_error_pages() -> None:
     lines = run_lines("docs", outcome)
     assert lines[0] == "docs: crawled: 30 new: 0 changed: 2 unchanged: 16 gone: 0 errors: 12"
     assert lines[1:3] == ["  check stale_share: ERROR: 12% stale", "  check flagged_pages: WARN: 1 page flagged"]
-    assert lines[3:13] == [f"  error: https://d.example/p{i}: HTTP 500" for i in range(10)]
-    assert lines[13:] == ["  ... and 2 more pages in error"]
+    assert lines[3:] == [
+        "  error on 12 pages: HTTP 500: https://d.example/p0, https://d.example/p1, https://d.example/p2 and 9 more"
+    ]
 
 
 # -- through Dagster ---------------------------------------------------------------------
