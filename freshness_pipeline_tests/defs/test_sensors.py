@@ -177,4 +177,7 @@ def test_version_bump_requests_a_reindex_run_that_reindexes(
         if e.asset_key.to_user_string() == "vector_index"
     ][0]
     assert "hashing-v1-128" in index_meta["reindex_reason"].value
+    # No page is new: no section is new either; every section is written to the new index.
+    counts = {k: index_meta[k].value for k in ("new", "sections_new", "upserted", "sections_indexed")}
+    assert counts["new"] == counts["sections_new"] == 0 and counts["upserted"] == counts["sections_indexed"] == 8
     assert evaluate(version_bump_sensor, instance, tick.cursor).skip_message == "every index is current"
