@@ -7,6 +7,7 @@ frame's columns and dtypes are its declared table's, its rows those that `freshn
 from __future__ import annotations
 
 import contextlib
+import datetime
 import io
 import json
 import os
@@ -44,7 +45,14 @@ from freshness_pipeline.frames import Frames
 
 SHM = Path("/dev/shm")
 README = Path(__file__).resolve().parent.parent / "README.md"
-DTYPES = {"string": "string", "int": "Int64", "float": "Float64", "bool": "boolean", "timestamp": "datetime64[us, UTC]"}
+DTYPES = {
+    "string": "string",
+    "int": "Int64",
+    "float": "Float64",
+    "bool": "boolean",
+    "timestamp": "datetime64[us, UTC]",
+    "date": "date32[day][pyarrow]",
+}
 GOLDEN_SET = [
     {"query": "two-factor authentication", "expect": "/security/"},
     {"query": "how do I share a folder with a colleague?", "expect": "/no-such-page/"},
@@ -128,7 +136,7 @@ def test_the_manifest_frame_has_one_row_per_section_of_the_dumped_records(refres
             record["heading_path"],
             record["content_hash"],
         )
-        assert row.as_of == pd.Timestamp(record["as_of"] + ("-01" if len(record["as_of"]) == 7 else ""), tz="UTC")
+        assert row.as_of == datetime.date.fromisoformat(record["as_of"] + ("-01" if len(record["as_of"]) == 7 else ""))
     assert set(frame["source"]) == {"docs"} and frame.notna().all().all()
 
 
@@ -153,7 +161,15 @@ def test_the_history_frame_is_the_status_history_with_utc_timestamps(refreshed: 
     assert list(frame["measured_at"]) == [utc(h["measured_at"]) for h in shown]
     assert list(frame["score"]) == [round(h["score"], 4) for h in shown]
     assert list(frame["age_median_h"]) == [round(h["age_median_s"] / 3600, 2) for h in shown]
+    assert list(frame["error_share"]) == [h["details"]["error_share"] for h in shown]
     assert len(refreshed.frames.history(limit=1)) == 1
+
+
+def test_frames_join_on_run_id_source_and_url(refreshed: Refreshed) -> None:
+    """Each measurement joins its run; pages join across frames on `url`."""
+    joined = refreshed.frames.history().merge(refreshed.frames.runs(), on=["source", "run_id"])
+    assert len(joined) == 2 and list(joined["run_id"]) == list(refreshed.frames.runs()["run_id"])[::-1]
+    assert "url" in refreshed.frames.review().columns and "url" in refreshed.frames.manifest().columns
 
 
 def test_the_golden_frame_runs_the_golden_set_as_the_last_refresh_did(refreshed: Refreshed) -> None:
@@ -199,7 +215,7 @@ def test_the_runs_frame_has_each_committed_run_newest_first(refreshed: Refreshed
 def test_the_review_frame_lists_the_flagged_pages_of_status(refreshed: Refreshed) -> None:
     frame = refreshed.frames.review()
     assert_typed(frame, PAGES_FOR_REVIEW.per_source())
-    assert frame[["page", "why"]].values.tolist() == refreshed.status["flagged"] == []
+    assert frame[["url", "why"]].values.tolist() == refreshed.status["flagged"] == []
 
 
 def test_an_unknown_table_is_named_with_the_known_ones(refreshed: Refreshed) -> None:

@@ -1,5 +1,5 @@
 """Rows of a core/tables.py table as an Arrow table of its typed columns (timestamps in UTC
-microseconds, every column nullable), and the files `freshness dump --format` writes."""
+microseconds, dates as date32, every column nullable), and the files `freshness dump --format` writes."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ _TYPES: dict[Kind, pa.DataType] = {
     "float": pa.float64(),
     "bool": pa.bool_(),
     "timestamp": pa.timestamp("us", tz="UTC"),
+    "date": pa.date32(),
 }
 
 
