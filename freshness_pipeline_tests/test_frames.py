@@ -233,4 +233,5 @@ def test_the_readme_notebook_example_runs(refreshed: Refreshed, monkeypatch: pyt
     exec(compile(code, str(README), "exec"), scope)
     assert len(scope["manifest"]) == len(refreshed.frames.manifest())
     assert list(scope["score"]) == list(refreshed.frames.history()["score"])
+    assert len(scope["measured"]) == 2  # each measurement beside its run
     assert list(scope["missed"]["query"]) == [GOLDEN_SET[1]["query"]]
