@@ -139,7 +139,8 @@ def run(
     _check_environment()
     index = _index(ctx, sources, create=True)
     names = index.names(source)
-    progress.attach()
+    if not verbose:  # with --verbose Dagster's console log says each stage's line
+        progress.attach()
     failed = 0
     # One run per source, each printed as it ends. The summary carries failures, checks and
     # page errors; the full event log (tracebacks included) is in the instance, and on the
