@@ -8,6 +8,7 @@
     frames.weak()            # the searches whose best match was weak, newest first
     frames.runs()            # the last committed runs' counts, newest first, per source
     frames.review()          # the pages flagged for review
+    frames.verdicts()        # each source's verdict now: fresh, stale, never, blocked, failed
 
 Each frame has the columns of its table in `core/tables.py` (the catalog's tables have the
 same), after a `source` column for those kept per source, typed: pandas' nullable string,
@@ -33,6 +34,9 @@ page), `run_id` (a Dagster run: `history` and `runs`). The columns:
                    unchanged, gone, errors, skipped; records: embedded, payload_updated,
                    deleted, reused; the plan's sections_*)
     review         url, why
+    verdicts       state (fresh | stale | never | blocked | failed), level (ok | warn |
+                   error), reason, hours_since (the last success; empty: never): the verdict
+                   of `freshness status` and the `source_fresh` check (`core/verdict.py`)
 
 pandas is the `[pandas]` extra; this module imports it only when a frame is asked for
 (never on a refresh's path).
@@ -86,6 +90,10 @@ class Frames:
     def review(self, source: str | None = None) -> pd.DataFrame:
         """The pages flagged for review (soft 404s, bot walls, repeated errors) and why."""
         return self._frame("review", source)
+
+    def verdicts(self, source: str | None = None) -> pd.DataFrame:
+        """Each source's freshness verdict now, as `freshness status` and `source_fresh` say it."""
+        return self._frame("verdicts", source)
 
     def _frame(self, table: str, source: str | None, **options: Any) -> pd.DataFrame:
         require_pandas()

@@ -35,6 +35,7 @@ from freshness_pipeline.core.tables import (
     MANIFEST,
     PAGES_FOR_REVIEW,
     RUNS,
+    VERDICTS,
     WEAK,
     Table,
 )
@@ -140,11 +141,24 @@ def test_the_manifest_frame_has_one_row_per_section_of_the_dumped_records(refres
     assert set(frame["source"]) == {"docs"} and frame.notna().all().all()
 
 
-def test_dump_writes_the_manifest_frame_as_parquet_and_csv(refreshed: Refreshed, tmp_path: Path) -> None:
+def test_dump_writes_the_manifest_frame_in_every_format(refreshed: Refreshed, tmp_path: Path) -> None:
+    """`--table` says what, `--format` how: the same rows in JSON lines, Parquet and CSV, and
+    a line on standard error saying what was written."""
     frame = refreshed.frames.manifest()
-    parquet, csv = tmp_path / "manifest.parquet", tmp_path / "manifest.csv"
-    cli("dump", "--format", "parquet", "--output", str(parquet), "--sources", str(refreshed.sources))
-    cli("dump", "--format", "csv", "-o", str(csv), "--source", "docs", "--sources", str(refreshed.sources))
+    parquet, csv, jsonl = tmp_path / "manifest.parquet", tmp_path / "manifest.csv", tmp_path / "manifest.jsonl"
+    src = ("--sources", str(refreshed.sources))
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        cli("dump", "--table", "manifest", "--format", "parquet", "--output", str(parquet), *src)
+    assert err.getvalue() == f"wrote {len(frame)} rows of manifest to {parquet} (parquet)\n"
+    cli("dump", "--table", "manifest", "--format", "csv", "-o", str(csv), "--source", "docs", *src)
+    cli("dump", "--table", "manifest", "-o", str(jsonl), *src)
+    rows = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    assert [r["key"] for r in rows] == list(frame["key"]) and rows[0]["as_of"] == str(frame.loc[0, "as_of"])
+    # The vector records are JSON lines only: a format they cannot take is refused.
+    with pytest.raises(SystemExit) as refused, contextlib.redirect_stderr(err):
+        main(["dump", "--format", "parquet", "-o", str(tmp_path / "x"), *src])
+    assert refused.value.code == 2 and "JSON lines only" in err.getvalue() and not (tmp_path / "x").exists()
     from freshness_pipeline.frames import to_frame
 
     pd.testing.assert_frame_equal(to_frame(pyarrow.parquet.read_table(parquet)), frame)
@@ -216,6 +230,22 @@ def test_the_review_frame_lists_the_flagged_pages_of_status(refreshed: Refreshed
     frame = refreshed.frames.review()
     assert_typed(frame, PAGES_FOR_REVIEW.per_source())
     assert frame[["url", "why"]].values.tolist() == refreshed.status["flagged"] == []
+
+
+def test_the_verdicts_frame_is_the_verdict_of_status(refreshed: Refreshed) -> None:
+    frame = refreshed.frames.verdicts()
+    assert_typed(frame, VERDICTS.per_source())
+    (row,) = frame.to_dict("records")
+    shown = refreshed.status["verdict"]
+    assert (
+        (row["source"], row["state"], row["level"])
+        == ("docs", shown["state"], shown["level"])
+        == (
+            "docs",
+            "fresh",
+            "ok",
+        )
+    )
 
 
 def test_an_unknown_table_is_named_with_the_known_ones(refreshed: Refreshed) -> None:

@@ -1,6 +1,6 @@
 """The tables people read, declared once: their columns and each column's kind. The
 catalog's tables (`defs/metadata.py`: Dagster `TableSchema`) and the frames of the public
-API (`frames.py`: typed pandas columns) and `freshness dump --format parquet|csv` are built
+API (`frames.py`: typed pandas columns) and `freshness dump --table` are built
 from these, so the UI, a notebook and a file show the same columns.
 
 Kinds: "string", "int", "float", "bool", "timestamp" (rows carry POSIX seconds; the
@@ -120,8 +120,20 @@ RUNS = Table(
 )
 
 
+# Each source's verdict now (`core/verdict.py`), as `freshness status` and `source_fresh` say it.
+VERDICTS = Table(
+    "verdicts",
+    (
+        ("state", "string"),  # fresh | stale | never | blocked | failed
+        ("level", "string"),  # ok | warn | error
+        ("reason", "string"),
+        ("hours_since", "float"),  # since the last success; empty: never refreshed
+    ),
+)
+
+
 # The tables the public API reads (`Index.table`, `Index.frames`), by name.
-READ = {t.name: t for t in (MANIFEST, HISTORY, GOLDEN, GOLDEN_MISSES, WEAK, RUNS, PAGES_FOR_REVIEW)}
+READ = {t.name: t for t in (MANIFEST, HISTORY, GOLDEN, GOLDEN_MISSES, WEAK, RUNS, PAGES_FOR_REVIEW, VERDICTS)}
 
 
 def utc_minute(seconds: float | None) -> str | None:

@@ -1,5 +1,5 @@
 """A source's freshness verdict, decided in one place: `freshness status`, the `source_fresh`
-check, the `freshness_alert` check and the `sources` frame all call `judge`, so they cannot
+check, the `freshness_alert` check and the `verdicts` frame all call `judge`, so they cannot
 disagree. Pure: times in (POSIX seconds, the clock injected), the verdict out.
 
     fresh    refreshed within its fastest tier's interval, score (when measured) at its alert

@@ -1,4 +1,4 @@
-"""The public API's tables (`frames.py`, `freshness dump --format`), read from the state
+"""The public API's tables (`frames.py`, `freshness dump --table`), read from the state
 store as rows of core/tables.py's columns: timestamps in POSIX seconds, dates as dates,
 every other value as the column's kind. Reads only; the golden set is run against the active index (as
 after every refresh) without counting misses."""
@@ -10,10 +10,11 @@ import hashlib
 from typing import Any
 
 from ..config import Settings
-from ..core.tables import GOLDEN, GOLDEN_MISSES, HISTORY, MANIFEST, PAGES_FOR_REVIEW, RUNS, WEAK, Table
+from ..core.tables import GOLDEN, GOLDEN_MISSES, HISTORY, MANIFEST, PAGES_FOR_REVIEW, RUNS, VERDICTS, WEAK, Table
 from .context import SourceContext
 from .golden import evaluate, golden_file, load_golden
 from .history import history_values, weak_searches
+from .verdicts import source_verdict
 
 Rows = list[dict[str, Any]]
 
@@ -95,6 +96,12 @@ def _review(ctx: SourceContext) -> Rows:
     return [{"url": p.url, "why": p.flag} for p in sorted(pages, key=lambda p: p.url) if p.flag]
 
 
+def _verdict(ctx: SourceContext) -> Rows:
+    v = source_verdict(ctx.store, ctx.source)
+    hours = None if v.age_s is None else round(v.age_s / 3600, 4)
+    return [{"state": v.state, "level": v.level, "reason": v.reason, "hours_since": hours}]
+
+
 def _only(rows: Rows, table: Table) -> Rows:
     return [{n: r.get(n) for n in table.names} for r in rows]
 
@@ -106,4 +113,5 @@ _READERS = {
     GOLDEN_MISSES.name: _golden_misses,
     RUNS.name: _runs,
     PAGES_FOR_REVIEW.name: _review,
+    VERDICTS.name: _verdict,
 }

@@ -1,6 +1,6 @@
 """Each source's freshness verdict (`core/verdict.py`) from the state store: its last
 success, its last attempt (`attempts.py`) and its latest score. What `freshness status`,
-the `source_fresh` check and its sensor, and the `sources` frame show. Reads only."""
+the `source_fresh` check and its sensor, and the `verdicts` frame show. Reads only."""
 
 from __future__ import annotations
 
