@@ -28,7 +28,8 @@ page), `run_id` (a Dagster run: `history` and `runs`). The columns:
     golden         query, expect, stale_prone, rank (empty: not in the first 10), stale (the
                    top 5 held stale text), top (the first URL)
     golden_misses  kind (query | section), subject, consecutive, total, runs
-    weak           created_at, best_score (empty: nothing matched), query, best_url, model
+    weak           source (the best match's), created_at, best_score (empty: nothing
+                   matched), query, best_url, model
     runs           run_id, started_at, finished_at, reason (why a full re-index happened),
                    then every count of core/run_counts.py (pages: crawled, new, changed,
                    unchanged, gone, errors, skipped; records: embedded, payload_updated,

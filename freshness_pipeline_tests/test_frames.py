@@ -212,6 +212,7 @@ def test_the_weak_frame_is_weak_json(refreshed: Refreshed) -> None:
     shown = json.loads(cli("weak", "--json", "--sources", str(refreshed.sources)))
     assert len(frame) == len(shown) == 1
     assert list(frame["query"]) == [WEAK_QUERY] and list(frame["best_score"]) == [shown[0]["best_score"]]
+    assert list(frame["source"]) == ["docs"]  # joins the other frames on `source`
     assert list(frame["created_at"]) == [utc(shown[0]["created_at"])]
 
 

@@ -93,6 +93,7 @@ GOLDEN_MISSES = Table(
 WEAK = Table(
     "weak",
     (
+        ("source", "string"),  # the best match's
         ("created_at", "timestamp"),
         ("best_score", "float"),
         ("query", "string"),
