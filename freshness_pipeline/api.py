@@ -32,6 +32,7 @@ from .adapters.memory import no_collections_at_exit
 from .config import ConfigError, Settings, load_settings, sources_path
 from .core.alerts import alert_reasons
 from .core.run_counts import PAGES, counts_text, run_line
+from .core.tables import READ
 from .pipeline.errors import Interrupted
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PAGES",
+    "TABLES",
     "ConfigError",
     "HomeNotFound",
     "Hit",
@@ -59,6 +61,7 @@ __all__ = [
 ]
 
 Tier = Literal["hot", "warm", "cold"]
+TABLES = tuple(READ)  # the tables `Index.table` reads, by name
 HOME_ENV = "DAGSTER_HOME"
 SOURCES_ENV = "FRESHNESS_SOURCES"
 
@@ -264,8 +267,6 @@ class Index:
         `weak`, `runs`, `review`, `verdicts`; see `frames.py`) as an Arrow table of typed columns, of one
         source or of every source (a `source` column first; `weak` is every source's).
         `options`: `limit` (history, runs) or `days` (weak)."""
-        from .core.tables import READ
-
         if name not in READ:
             raise ValueError(f"no table {name!r}: one of {', '.join(READ)}")
         with _environment(self.home, self.sources_file):

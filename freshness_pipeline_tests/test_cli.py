@@ -275,7 +275,8 @@ def test_a_refresh_and_the_reading_commands_work_without_pandas(dagster_home: Pa
         "sys.meta_path.insert(0, NoPandas())\n"
         "from freshness_pipeline.cli import main\n"
         "out = sys.argv[2]\n"
-        "cmds = (['run'], ['status'], ['weak', '--json'], ['dump', '--format', 'parquet', '-o', out])\n"
+        "dump = ['dump', '--table', 'manifest', '--format', 'parquet', '-o', out]\n"
+        "cmds = (['run'], ['status'], ['weak', '--json'], dump)\n"
         "codes = [main([*cmd, '--sources', sys.argv[1]]) for cmd in cmds]\n"
         "print(codes, file=sys.stderr)\n"
     )

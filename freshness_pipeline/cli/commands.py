@@ -180,10 +180,8 @@ def dump(
     ] = None,
     sources: SourcesFile = None,
 ) -> int:
-    from ..core.tables import READ
-
-    if table not in ("records", *READ):
-        raise typer.BadParameter(f"no table {table!r}: records, {', '.join(READ)}", param_hint="--table")
+    if table not in ("records", *api.TABLES):
+        raise typer.BadParameter(f"no table {table!r}: records, {', '.join(api.TABLES)}", param_hint="--table")
     if table == "records" and fmt != "jsonl":
         raise typer.BadParameter(
             "the vector records are JSON lines only; for Parquet or CSV pass a table (--table manifest)",

@@ -72,8 +72,8 @@ def judge(
     def late(since: float) -> Level:
         return "ok" if not every or since < warn else ("error" if since >= fail else "warn")
 
-    ended = attempt is not None and attempt.get("status") not in (None, "success")
-    if ended and attempt is not None and (last_success is None or attempt["finished_at"] > last_success):
+    unsuccessful = attempt is not None and attempt.get("status") not in (None, "success")
+    if attempt is not None and unsuccessful and (last_success is None or attempt["finished_at"] > last_success):
         status = str(attempt["status"])
         state: State = "blocked" if status == "blocked" else "failed"
         how = "was blocked" if status == "blocked" else ("was canceled" if status == "canceled" else "failed")
