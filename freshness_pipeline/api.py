@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 from .config import ConfigError, Settings, load_settings, sources_path
 from .core.alerts import alert_reasons
 from .core.run_counts import PAGES, counts_text, run_line
+from .core.tables import READ
 from .pipeline.errors import Interrupted
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PAGES",
+    "TABLES",
     "ConfigError",
     "HomeNotFound",
     "Hit",
@@ -56,6 +58,7 @@ __all__ = [
 ]
 
 Tier = Literal["hot", "warm", "cold"]
+TABLES = tuple(READ)  # the tables `Index.table` reads, by name
 HOME_ENV = "DAGSTER_HOME"
 
 
@@ -249,11 +252,9 @@ class Index:
 
     def table(self, name: str, source: str | None = None, **options: Any) -> pa.Table:
         """A table of `core/tables.py` (`manifest`, `history`, `golden`, `golden_misses`,
-        `weak`, `runs`, `review`; see `frames.py`) as an Arrow table of typed columns, of one
+        `weak`, `runs`, `review`, `verdicts`; see `frames.py`) as an Arrow table of typed columns, of one
         source or of every source (a `source` column first; `weak` is every source's).
         `options`: `limit` (history, runs) or `days` (weak)."""
-        from .core.tables import READ
-
         if name not in READ:
             raise ValueError(f"no table {name!r}: one of {', '.join(READ)}")
         from .adapters.arrow_tables import arrow_table
@@ -262,11 +263,15 @@ class Index:
         table, rows = read_all(self.settings, self.names(source), READ[name], **options)
         return arrow_table(rows, table)
 
-    def dump_manifest(self, out: BinaryIO, fmt: Literal["parquet", "csv"], source: str | None = None) -> None:
-        """Write the manifest (`table("manifest")`) to `out` as Parquet or CSV."""
+    def dump_table(
+        self, out: BinaryIO, name: str, fmt: Literal["jsonl", "parquet", "csv"], source: str | None = None
+    ) -> int:
+        """Write `table(name)` to `out` as JSON lines, Parquet or CSV; the rows written."""
         from .adapters.arrow_tables import write
 
-        write(self.table("manifest", source), out, fmt)
+        data = self.table(name, source)
+        write(data, out, fmt)
+        return data.num_rows
 
     @property
     def frames(self) -> Frames:

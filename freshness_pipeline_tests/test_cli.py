@@ -59,7 +59,7 @@ def test_run_lines_show_only_the_counts_the_run_produced() -> None:
     ]
 
 
-def test_run_lines_list_failed_checks_and_ten_error_pages() -> None:
+def test_run_lines_list_failed_checks_and_the_error_pages_by_reason() -> None:
     counts = {"crawled": 30, "new": 0, "changed": 2, "unchanged": 16, "gone": 0, "errors": 12}
     outcome = {
         "status": "success",
@@ -73,8 +73,9 @@ def test_run_lines_list_failed_checks_and_ten_error_pages() -> None:
     lines = run_lines("docs", outcome)
     assert lines[0] == "docs: crawled: 30 new: 0 changed: 2 unchanged: 16 gone: 0 errors: 12"
     assert lines[1:3] == ["  check stale_share: ERROR: 12% stale", "  check flagged_pages: WARN: 1 page flagged"]
-    assert lines[3:13] == [f"  error: https://d.example/p{i}: HTTP 500" for i in range(10)]
-    assert lines[13:] == ["  ... and 2 more pages in error"]
+    assert lines[3:] == [
+        "  error on 12 pages: HTTP 500: https://d.example/p0, https://d.example/p1, https://d.example/p2 and 9 more"
+    ]
 
 
 # -- through Dagster ---------------------------------------------------------------------
@@ -231,10 +232,13 @@ def test_status_does_not_load_dagster(dagster_home: Path) -> None:
     assert done.returncode == 0, done.stderr
     text_out, _, json_out = done.stdout.partition("\n[")
     assert text_out.startswith("docs: 0 pages, 0 sections indexed; last success never"), done.stdout
+    # never run: "never refreshed", as source_fresh says it (no ERROR: nothing says since when)
+    assert "\n  ALERT: never refreshed (WARN after " in text_out, done.stdout
     assert "freshness score 0.917" in text_out and "ALERT: score 0.917" in text_out, done.stdout
     assert "measured_at" in text_out and "2023-11-14 22:13" in text_out and "2.0" in text_out, done.stdout
     (row,) = json.loads("[" + json_out)
     assert row["freshness"]["score"] == 0.917
+    assert (row["verdict"]["state"], row["verdict"]["level"]) == ("never", "warn")
 
 
 def test_the_code_location_and_the_reading_commands_load_no_pandas(dagster_home: Path) -> None:
@@ -271,7 +275,8 @@ def test_a_refresh_and_the_reading_commands_work_without_pandas(dagster_home: Pa
         "sys.meta_path.insert(0, NoPandas())\n"
         "from freshness_pipeline.cli import main\n"
         "out = sys.argv[2]\n"
-        "cmds = (['run'], ['status'], ['weak', '--json'], ['dump', '--format', 'parquet', '-o', out])\n"
+        "dump = ['dump', '--table', 'manifest', '--format', 'parquet', '-o', out]\n"
+        "cmds = (['run'], ['status'], ['weak', '--json'], dump)\n"
         "codes = [main([*cmd, '--sources', sys.argv[1]]) for cmd in cmds]\n"
         "print(codes, file=sys.stderr)\n"
     )

@@ -17,6 +17,8 @@ import pytest
 import freshness_pipeline
 from freshness_pipeline import open_index
 from freshness_pipeline.cli import main, run_lines
+from freshness_pipeline.cli.render import print_status
+from freshness_pipeline.config import CheckPolicy
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.metrics.receiver import Receiver, free_port
 from freshness_pipeline_tests.sitegen import Site, generate
@@ -96,7 +98,34 @@ def test_the_outage_hold_is_said_once() -> None:
     }
     lines = run_lines("docs", outcome)
     assert sum(why in line for line in lines) == 1, lines
-    assert "  error on 5 pages: " + why in lines and "  error: https://d.example/x: HTTP 500" in lines
+    grouped = f"  error on 5 pages: {why}: https://d.example/p0, https://d.example/p1, https://d.example/p2 and 2 more"
+    assert grouped in lines and "  error: https://d.example/x: HTTP 500" in lines, lines
+
+
+def test_pages_with_one_reason_are_one_line_and_the_counts_agree(capsys: pytest.CaptureFixture[str]) -> None:
+    """80 pages flagged for one reason are one `flagged:` line in `freshness status`; a run
+    summary that lists 20 of 80 pages in error says the other 60 are not in it."""
+    held = "held: 80 of 80 pages would be gone"
+    row = {
+        "source": "docs",
+        "pages_live": 80,
+        "sections_indexed": 160,
+        "index": {"clean": True},
+        "flagged": [(f"https://d.example/p{i:02}", held) for i in range(80)] + [("https://d.example/z", "soft 404")],
+    }
+    print_status(row, CheckPolicy())
+    flagged = [line for line in capsys.readouterr().out.splitlines() if "flagged:" in line]
+    assert flagged == [
+        f"  flagged: 80 pages: {held}: https://d.example/p00, https://d.example/p01, https://d.example/p02 and 77 more",
+        "  flagged: https://d.example/z: soft 404",
+    ]
+    errors = {f"https://d.example/e{i:02}": "HTTP 503" for i in range(20)}
+    lines = run_lines("docs", {"status": "success", "crawled": 80, "errors": 80, "error_pages": errors})
+    assert lines[1:] == [
+        "  error on 20 pages: HTTP 503: https://d.example/e00, https://d.example/e01, https://d.example/e02"
+        " and 17 more",
+        "  ... and 60 more pages in error, not in the run's summary",
+    ]
 
 
 def test_config_errors_name_the_source_and_say_what_is_allowed(

@@ -7,6 +7,7 @@ frame's columns and dtypes are its declared table's, its rows those that `freshn
 from __future__ import annotations
 
 import contextlib
+import datetime
 import io
 import json
 import os
@@ -34,6 +35,7 @@ from freshness_pipeline.core.tables import (
     MANIFEST,
     PAGES_FOR_REVIEW,
     RUNS,
+    VERDICTS,
     WEAK,
     Table,
 )
@@ -44,7 +46,14 @@ from freshness_pipeline.frames import Frames
 
 SHM = Path("/dev/shm")
 README = Path(__file__).resolve().parent.parent / "README.md"
-DTYPES = {"string": "string", "int": "Int64", "float": "Float64", "bool": "boolean", "timestamp": "datetime64[us, UTC]"}
+DTYPES = {
+    "string": "string",
+    "int": "Int64",
+    "float": "Float64",
+    "bool": "boolean",
+    "timestamp": "datetime64[us, UTC]",
+    "date": "date32[day][pyarrow]",
+}
 GOLDEN_SET = [
     {"query": "two-factor authentication", "expect": "/security/"},
     {"query": "how do I share a folder with a colleague?", "expect": "/no-such-page/"},
@@ -128,15 +137,28 @@ def test_the_manifest_frame_has_one_row_per_section_of_the_dumped_records(refres
             record["heading_path"],
             record["content_hash"],
         )
-        assert row.as_of == pd.Timestamp(record["as_of"] + ("-01" if len(record["as_of"]) == 7 else ""), tz="UTC")
+        assert row.as_of == datetime.date.fromisoformat(record["as_of"] + ("-01" if len(record["as_of"]) == 7 else ""))
     assert set(frame["source"]) == {"docs"} and frame.notna().all().all()
 
 
-def test_dump_writes_the_manifest_frame_as_parquet_and_csv(refreshed: Refreshed, tmp_path: Path) -> None:
+def test_dump_writes_the_manifest_frame_in_every_format(refreshed: Refreshed, tmp_path: Path) -> None:
+    """`--table` says what, `--format` how: the same rows in JSON lines, Parquet and CSV, and
+    a line on standard error saying what was written."""
     frame = refreshed.frames.manifest()
-    parquet, csv = tmp_path / "manifest.parquet", tmp_path / "manifest.csv"
-    cli("dump", "--format", "parquet", "--output", str(parquet), "--sources", str(refreshed.sources))
-    cli("dump", "--format", "csv", "-o", str(csv), "--source", "docs", "--sources", str(refreshed.sources))
+    parquet, csv, jsonl = tmp_path / "manifest.parquet", tmp_path / "manifest.csv", tmp_path / "manifest.jsonl"
+    src = ("--sources", str(refreshed.sources))
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        cli("dump", "--table", "manifest", "--format", "parquet", "--output", str(parquet), *src)
+    assert err.getvalue() == f"wrote {len(frame)} rows of manifest to {parquet} (parquet)\n"
+    cli("dump", "--table", "manifest", "--format", "csv", "-o", str(csv), "--source", "docs", *src)
+    cli("dump", "--table", "manifest", "-o", str(jsonl), *src)
+    rows = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    assert [r["key"] for r in rows] == list(frame["key"]) and rows[0]["as_of"] == str(frame.loc[0, "as_of"])
+    # The vector records are JSON lines only: a format they cannot take is refused.
+    with pytest.raises(SystemExit) as refused, contextlib.redirect_stderr(err):
+        main(["dump", "--format", "parquet", "-o", str(tmp_path / "x"), *src])
+    assert refused.value.code == 2 and "JSON lines only" in err.getvalue() and not (tmp_path / "x").exists()
     from freshness_pipeline.frames import to_frame
 
     pd.testing.assert_frame_equal(to_frame(pyarrow.parquet.read_table(parquet)), frame)
@@ -153,7 +175,15 @@ def test_the_history_frame_is_the_status_history_with_utc_timestamps(refreshed: 
     assert list(frame["measured_at"]) == [utc(h["measured_at"]) for h in shown]
     assert list(frame["score"]) == [round(h["score"], 4) for h in shown]
     assert list(frame["age_median_h"]) == [round(h["age_median_s"] / 3600, 2) for h in shown]
+    assert list(frame["error_share"]) == [h["details"]["error_share"] for h in shown]
     assert len(refreshed.frames.history(limit=1)) == 1
+
+
+def test_frames_join_on_run_id_source_and_url(refreshed: Refreshed) -> None:
+    """Each measurement joins its run; pages join across frames on `url`."""
+    joined = refreshed.frames.history().merge(refreshed.frames.runs(), on=["source", "run_id"])
+    assert len(joined) == 2 and list(joined["run_id"]) == list(refreshed.frames.runs()["run_id"])[::-1]
+    assert "url" in refreshed.frames.review().columns and "url" in refreshed.frames.manifest().columns
 
 
 def test_the_golden_frame_runs_the_golden_set_as_the_last_refresh_did(refreshed: Refreshed) -> None:
@@ -182,6 +212,7 @@ def test_the_weak_frame_is_weak_json(refreshed: Refreshed) -> None:
     shown = json.loads(cli("weak", "--json", "--sources", str(refreshed.sources)))
     assert len(frame) == len(shown) == 1
     assert list(frame["query"]) == [WEAK_QUERY] and list(frame["best_score"]) == [shown[0]["best_score"]]
+    assert list(frame["source"]) == ["docs"]  # joins the other frames on `source`
     assert list(frame["created_at"]) == [utc(shown[0]["created_at"])]
 
 
@@ -199,7 +230,23 @@ def test_the_runs_frame_has_each_committed_run_newest_first(refreshed: Refreshed
 def test_the_review_frame_lists_the_flagged_pages_of_status(refreshed: Refreshed) -> None:
     frame = refreshed.frames.review()
     assert_typed(frame, PAGES_FOR_REVIEW.per_source())
-    assert frame[["page", "why"]].values.tolist() == refreshed.status["flagged"] == []
+    assert frame[["url", "why"]].values.tolist() == refreshed.status["flagged"] == []
+
+
+def test_the_verdicts_frame_is_the_verdict_of_status(refreshed: Refreshed) -> None:
+    frame = refreshed.frames.verdicts()
+    assert_typed(frame, VERDICTS.per_source())
+    (row,) = frame.to_dict("records")
+    shown = refreshed.status["verdict"]
+    assert (
+        (row["source"], row["state"], row["level"])
+        == ("docs", shown["state"], shown["level"])
+        == (
+            "docs",
+            "fresh",
+            "ok",
+        )
+    )
 
 
 def test_an_unknown_table_is_named_with_the_known_ones(refreshed: Refreshed) -> None:
@@ -217,4 +264,5 @@ def test_the_readme_notebook_example_runs(refreshed: Refreshed, monkeypatch: pyt
     exec(compile(code, str(README), "exec"), scope)
     assert len(scope["manifest"]) == len(refreshed.frames.manifest())
     assert list(scope["score"]) == list(refreshed.frames.history()["score"])
+    assert len(scope["measured"]) == 2  # each measurement beside its run
     assert list(scope["missed"]["query"]) == [GOLDEN_SET[1]["query"]]

@@ -103,6 +103,20 @@ def test_without_a_terminal_the_cli_prints_a_line_per_stage(dagster_home: Path) 
     assert json.loads(done.stdout)["status"] == "success"  # stdout stays one JSON object
 
 
+def test_with_verbose_each_stage_is_one_line_on_stderr(dagster_home: Path) -> None:
+    """`freshness run -v` prints Dagster's event log: a stage's line once, as its log line,
+    not a second time plain."""
+    with DocsSite() as site:
+        sources = write_sources(dagster_home / "sources.yaml", site.sitemap_url)
+        site.publish(generate(3, sections_per_page=2, seed=6).markdown())
+        env = {k: v for k, v in os.environ.items() if k != progress.MODE_ENV}
+        cmd = [sys.executable, "-m", "freshness_pipeline.cli", "run", "-v", "--json", "--sources", str(sources)]
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    for stage in ("discovery: 3 URLs in ", "fetch/extract: 3 pages in ", "embed: 6 sections in "):
+        assert sum(stage in line for line in done.stderr.splitlines()) == 1, (stage, done.stderr[-3000:])
+
+
 def test_without_a_terminal_each_stage_logs_a_line_in_the_dagster_run(dagster_home: Path) -> None:
     with DocsSite() as site:
         sources = str(write_sources(dagster_home / "sources.yaml", site.sitemap_url))

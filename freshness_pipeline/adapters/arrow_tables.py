@@ -1,8 +1,10 @@
 """Rows of a core/tables.py table as an Arrow table of its typed columns (timestamps in UTC
-microseconds, every column nullable), and the files `freshness dump --format` writes."""
+microseconds, dates as date32, every column nullable), and the files `freshness dump --format` writes."""
 
 from __future__ import annotations
 
+import datetime
+import json
 from collections.abc import Iterable, Mapping
 from typing import IO, Any, Literal
 
@@ -10,13 +12,14 @@ import pyarrow as pa
 
 from ..core.tables import Kind, Table
 
-Format = Literal["parquet", "csv"]
+Format = Literal["jsonl", "parquet", "csv"]
 _TYPES: dict[Kind, pa.DataType] = {
     "string": pa.string(),
     "int": pa.int64(),
     "float": pa.float64(),
     "bool": pa.bool_(),
     "timestamp": pa.timestamp("us", tz="UTC"),
+    "date": pa.date32(),
 }
 
 
@@ -38,8 +41,12 @@ def _value(value: Any, kind: Kind) -> Any:
 
 
 def write(data: pa.Table, out: IO[bytes], fmt: Format) -> None:
-    """Parquet (its types kept) or CSV (a header, then one line per row; timestamps ISO 8601)."""
-    if fmt == "parquet":
+    """Parquet (its types kept), CSV (a header, then one line per row; timestamps ISO 8601)
+    or JSON lines (one object per row; timestamps and dates ISO 8601)."""
+    if fmt == "jsonl":
+        for row in data.to_pylist():
+            out.write((json.dumps({k: _iso(v) for k, v in row.items()}) + "\n").encode())
+    elif fmt == "parquet":
         import pyarrow.parquet as pq
 
         pq.write_table(data, out)
@@ -47,3 +54,7 @@ def write(data: pa.Table, out: IO[bytes], fmt: Format) -> None:
         import pyarrow.csv as csv
 
         csv.write_csv(data, out)
+
+
+def _iso(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime.date) else value  # datetimes too

@@ -139,7 +139,8 @@ def run(
     _check_environment()
     index = _index(ctx, sources, create=True)
     names = index.names(source)
-    progress.attach()
+    if not verbose:  # with --verbose Dagster's console log says each stage's line
+        progress.attach()
     failed = 0
     # One run per source, each printed as it ends. The summary carries failures, checks and
     # page errors; the full event log (tracebacks included) is in the instance, and on the
@@ -161,30 +162,46 @@ def run(
 
 @app.command(
     cls=_Command,
-    help="every record in the vector index, as JSON lines; with --format parquet or csv, the manifest "
-    "(one row per section: key, url, heading path, content hash, as_of, chunks, ...) for other tools",
+    help="every record in the vector index, as JSON lines; with --table, one of the tables of the "
+    "notebook frames (manifest: one row per section; history, golden, golden_misses, weak, runs, review) "
+    "in the --format asked. Says on standard error what it wrote.",
 )
 def dump(
     ctx: typer.Context,
     source: Only = None,
+    table: Annotated[
+        str, typer.Option("--table", help="records (the vector records), or a table: manifest, history, ...")
+    ] = "records",
     fmt: Annotated[
-        DumpFormat, typer.Option("--format", help="jsonl: the records; parquet, csv: the manifest")
+        DumpFormat, typer.Option("--format", help="jsonl, parquet or csv (the records: jsonl only)")
     ] = "jsonl",
     output: Annotated[
         Path | None, typer.Option("--output", "-o", metavar="FILE", help="write here (default: standard output)")
     ] = None,
     sources: SourcesFile = None,
 ) -> int:
+    if table not in ("records", *api.TABLES):
+        raise typer.BadParameter(f"no table {table!r}: records, {', '.join(api.TABLES)}", param_hint="--table")
+    if table == "records" and fmt != "jsonl":
+        raise typer.BadParameter(
+            "the vector records are JSON lines only; for Parquet or CSV pass a table (--table manifest)",
+            param_hint="--format",
+        )
     index = _index(ctx, sources)
-    if fmt == "jsonl":
+    where = str(output) if output else "standard output"
+    if table == "records":
         with _output(output, "w") if output else contextlib.nullcontext(sys.stdout) as out:
+            n = 0
             for rec in index.records(source):
                 print(json.dumps(rec, sort_keys=True, default=str), file=out)
+                n += 1
+        print(f"wrote {n} records to {where} (jsonl)", file=sys.stderr)
         return 0
     if output is None and fmt == "parquet" and sys.stdout.isatty():
         raise typer.BadParameter("Parquet is binary: pass --output FILE (or redirect standard output)")
     with _output(output, "wb") if output else contextlib.nullcontext(sys.stdout.buffer) as out:
-        index.dump_manifest(out, fmt, source)
+        n = index.dump_table(out, table, fmt, source)
+    print(f"wrote {n} rows of {table} to {where} ({fmt})", file=sys.stderr)
     return 0
 
 

@@ -19,7 +19,6 @@ from rich.text import Text
 from ..api import PAGES, alert_reasons, counts_text, history_rows, run_line
 from ..config import CheckPolicy
 
-SHOWN_ERRORS = 10
 EXPLANATION = 60  # characters: a page error this long is an explanation, not a status
 OFF_TERMINAL_WIDTH = 160  # a pipe, a file or a test: wide enough that a table rarely wraps
 
@@ -47,7 +46,7 @@ def run_lines(name: str, outcome: dict[str, Any]) -> list[str]:
     demo and the log print it; never made-up zeros), its status when not a success, the
     checks that did not pass, the pages in error. Each message is printed once: a blocking
     check is the `blocked:` line only, and a reason shared by many pages (an outage held)
-    is one line with the count of pages."""
+    is one line with the count of pages, as is any reason shared by several pages."""
     line = run_line(outcome)
     nothing = " (nothing was indexed)" if line and outcome.get("new") is None else ""
     lines = [f"{name}: {line or 'the crawl did not run'}{nothing}"]
@@ -57,28 +56,37 @@ def run_lines(name: str, outcome: dict[str, Any]) -> list[str]:
     if outcome.get("reindex_reason"):
         lines.append(f"  full re-index: {outcome['reindex_reason']}")
     errors = list((outcome.get("error_pages") or {}).items())
-    by_reason: dict[str, list[str]] = {}
+    pages_of: dict[str, list[str]] = {}
     for url, reason in errors:
-        by_reason.setdefault(reason, []).append(url)
-    # An explanation (an outage hold) shared by pages is said once; a short reason (HTTP 500)
-    # stays on each page's line.
-    shared = {reason for reason, urls in by_reason.items() if len(urls) > 1 and len(reason) > EXPLANATION}
+        pages_of.setdefault(reason, []).append(url)
+    # An explanation (an outage hold) shared by pages is said once, not again as a warning.
+    shared = {reason for reason, urls in pages_of.items() if len(urls) > 1 and len(reason) > EXPLANATION}
     lines += [f"  warning: {w}" for w in outcome.get("warnings") or [] if w not in shared]
     for c in outcome.get("checks") or []:
         first = (c.get("description") or "failed").strip().splitlines()[0]
         if status == "blocked" and f"{c['name']}: {c.get('description') or 'failed'}" in message:
             continue  # the `blocked:` line above says it
         lines.append(f"  check {c['name']}: {c['severity']}: {first}")
-    for reason in sorted(shared, key=lambda r: -len(by_reason[r])):
-        urls = by_reason[reason]
-        lines.append(f"  error on {len(urls)} pages: {reason}")
-        lines.append(f"    {', '.join(urls[:3])}" + (f" and {len(urls) - 3} more" if len(urls) > 3 else ""))
-    single = [(url, reason) for url, reason in errors if reason not in shared]
-    lines += [f"  error: {url}: {reason}" for url, reason in single[:SHOWN_ERRORS]]
-    shown = len(errors) - len(single) + min(len(single), SHOWN_ERRORS)
-    more = max(len(errors), outcome.get("errors") or 0) - shown
+    lines += [f"  error on {text}" if n > 1 else f"  error: {text}" for n, text in by_reason(errors)]
+    more = (outcome.get("errors") or 0) - len(errors)
     if more > 0:
-        lines.append(f"  ... and {more} more pages in error")
+        lines.append(f"  ... and {more} more pages in error, not in the run's summary")
+    return lines
+
+
+def by_reason(pages: Sequence[tuple[str, str]], shown: int = 3) -> list[tuple[int, str]]:
+    """Pages with their reason, one line per reason (the most pages first), with its count of
+    pages: `url: why` for a page alone, else `N pages: why: url, url, url and M more`."""
+    urls: dict[str, list[str]] = {}
+    for url, why in pages:
+        urls.setdefault(why, []).append(url)
+    lines = []
+    for why, group in sorted(urls.items(), key=lambda item: -len(item[1])):
+        more = f" and {len(group) - shown} more" if len(group) > shown else ""
+        text = (
+            f"{group[0]}: {why}" if len(group) == 1 else f"{len(group)} pages: {why}: {', '.join(group[:shown])}{more}"
+        )
+        lines.append((len(group), text))
     return lines
 
 
@@ -112,15 +120,18 @@ def print_status(r: dict[str, Any], checks: CheckPolicy) -> None:
         print(f"  {counts_text(last['counts'], PAGES)}")
     for url, n in r.get("flapping", []):
         print(f"  flapping: {url} re-embedded in {n} runs")
-    for url, why in r.get("flagged", []):
-        print(f"  flagged: {url}: {why}")
+    for _, text in by_reason(r.get("flagged", [])):
+        print(f"  flagged: {text}")
     _print_freshness(r, checks)
 
 
 def _print_freshness(r: dict[str, Any], checks: CheckPolicy) -> None:
     stalled = (r.get("freshness") or {}).get("not_refreshed")
+    verdict = r.get("verdict") or {}
     if stalled:
         print(f"  ALERT: not refreshed: {plain_error(stalled)}")
+    elif verdict.get("state") in ("never", "stale") and not verdict.get("by_score"):
+        print(f"  {'ALERT: ' if verdict['level'] != 'ok' else ''}{verdict['reason']}")
     if r.get("freshness_history"):
         f = r["freshness"]
         print(f"  freshness score {f['score']:.3f}" + (" (measured at the last success)" if stalled else ""))

@@ -1,10 +1,12 @@
 """The tables people read, declared once: their columns and each column's kind. The
 catalog's tables (`defs/metadata.py`: Dagster `TableSchema`) and the frames of the public
-API (`frames.py`: typed pandas columns) and `freshness dump --format parquet|csv` are built
+API (`frames.py`: typed pandas columns) and `freshness dump --table` are built
 from these, so the UI, a notebook and a file show the same columns.
 
-Kinds: "string", "int", "float", "bool", and "timestamp" (rows carry POSIX seconds; the
-catalog shows UTC minutes, a frame a UTC timestamp). Every column may be empty (None).
+Kinds: "string", "int", "float", "bool", "timestamp" (rows carry POSIX seconds; the
+catalog shows UTC minutes, a frame a UTC timestamp) and "date" (rows carry a
+`datetime.date`; Arrow's date32). Every column may be empty (None). The same thing has the
+same name in every table: `url` for a page, `source`, `run_id` for a Dagster run.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Literal
 
 from .run_counts import KEYS
 
-Kind = Literal["string", "int", "float", "bool", "timestamp"]
+Kind = Literal["string", "int", "float", "bool", "timestamp", "date"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +43,7 @@ MANIFEST = Table(
         ("heading_path", "string"),  # the headings joined by " > "
         ("title", "string"),
         ("content_hash", "string"),  # the chunk's, or of its chunks' in order (sha256)
-        ("as_of", "timestamp"),  # the day the text is true as of (a month's first day when only its month is known)
+        ("as_of", "date"),  # the day the text is true as of (a month's first day when only its month is known)
         ("chunks", "int"),
         ("tokens", "int"),
         ("changed_at", "timestamp"),  # first seen with this text
@@ -52,9 +54,11 @@ MANIFEST = Table(
 HISTORY = Table(
     "history",
     (
+        ("run_id", "string"),  # the run measured (joins `runs`)
         ("measured_at", "timestamp"),
         ("score", "float"),
         ("stale_share", "float"),
+        ("error_share", "float"),  # live pages whose last fetch failed, was flagged or skipped
         ("age_median_h", "float"),
         ("lag_p90_h", "float"),
         ("stale_retrieval_rate", "float"),
@@ -89,6 +93,7 @@ GOLDEN_MISSES = Table(
 WEAK = Table(
     "weak",
     (
+        ("source", "string"),  # the best match's
         ("created_at", "timestamp"),
         ("best_score", "float"),
         ("query", "string"),
@@ -97,9 +102,9 @@ WEAK = Table(
     ),
 )
 # Pages for review: flagged pages (soft 404s, bot walls, repeated errors), pages not checked.
-PAGES_FOR_REVIEW = Table("review", (("page", "string"), ("why", "string")))
-PAGES_IN_ERROR = Table("page_errors", (("page", "string"), ("reason", "string")))
-TOP_PAGES = Table("top_pages", (("page", "string"), ("sections written", "int")))
+PAGES_FOR_REVIEW = Table("review", (("url", "string"), ("why", "string")))
+PAGES_IN_ERROR = Table("page_errors", (("url", "string"), ("reason", "string")))
+TOP_PAGES = Table("top_pages", (("url", "string"), ("sections written", "int")))
 SUSPECTS = Table("suspects", (("phrase added (+) / removed (-)", "string"), ("changed sections", "int")))
 
 
@@ -116,8 +121,20 @@ RUNS = Table(
 )
 
 
+# Each source's verdict now (`core/verdict.py`), as `freshness status` and `source_fresh` say it.
+VERDICTS = Table(
+    "verdicts",
+    (
+        ("state", "string"),  # fresh | stale | never | blocked | failed
+        ("level", "string"),  # ok | warn | error
+        ("reason", "string"),
+        ("hours_since", "float"),  # since the last success; empty: never refreshed
+    ),
+)
+
+
 # The tables the public API reads (`Index.table`, `Index.frames`), by name.
-READ = {t.name: t for t in (MANIFEST, HISTORY, GOLDEN, GOLDEN_MISSES, WEAK, RUNS, PAGES_FOR_REVIEW)}
+READ = {t.name: t for t in (MANIFEST, HISTORY, GOLDEN, GOLDEN_MISSES, WEAK, RUNS, PAGES_FOR_REVIEW, VERDICTS)}
 
 
 def utc_minute(seconds: float | None) -> str | None:

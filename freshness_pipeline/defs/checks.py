@@ -10,11 +10,12 @@ from typing import Any
 
 import dagster as dg
 
-from ..config import CheckPolicy, Source
+from ..config import CheckPolicy
+from ..core import verdict as source_verdict
 from ..core.alerts import alert_reasons
-from ..core.cadence import intervals
 from ..core.spike import SpikeVerdict, history_shares, judge, suspects
 from ..core.tables import PAGES_FOR_REVIEW, SUSPECTS, TOP_PAGES
+from ..core.verdict import Verdict
 from ..pipeline.context import SourceContext
 from ..pipeline.crawl import CrawlReport
 from ..pipeline.metrics import FreshnessReport
@@ -248,47 +249,22 @@ def pages_not_checked(report: CrawlReport) -> dg.AssetCheckResult:
     )
 
 
-def _hours(seconds: float) -> str:
-    """A duration as people read it: 40 s, 12 min, 3.5 h."""
-    if seconds < 60:
-        return f"{seconds:.0f} s"
-    if seconds < 3600:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.3g} h"
-
-
-def source_fresh_verdict(
-    source: Source, last_refresh: float | None, now: float | None = None
-) -> tuple[bool, dg.AssetCheckSeverity, str, dict[str, Any]]:
-    """(passed, severity, description, metadata) of `source_fresh` for a source whose last
-    committed refresh finished at `last_refresh` (None: never)."""
-    now = time.time() if now is None else now
-    every = [s for s in intervals(source.tiers.cadence()).values() if s > 0]
-    warn, fail = (min(every), max(every)) if every else (0.0, 0.0)
-    # The UI plots a check's numeric metadata across all its results, every partition's in
-    # one line: named per source (`hours_since/<source>`), each source gets its own plot.
+def source_fresh_result(verdict: Verdict) -> dg.AssetCheckResult:
+    """`source_fresh` as `verdict` (`core/verdict.py`) has it: passes when "ok", else WARN or
+    ERROR. The UI plots a check's numeric metadata across all its results, every partition's
+    in one line: named per source (`hours_since/<source>`), each source gets its own plot."""
+    name = verdict.source
     metadata: dict[str, Any] = {
-        f"warn_after_h/{source.name}": round(warn / 3600, 4),
-        f"fail_after_h/{source.name}": round(fail / 3600, 4),
+        "verdict": verdict.state,
+        f"warn_after_h/{name}": round(verdict.warn_after_s / 3600, 4),
+        f"fail_after_h/{name}": round(verdict.fail_after_s / 3600, 4),
     }
-    if last_refresh is None:
-        return False, dg.AssetCheckSeverity.ERROR, f"{source.name}: never refreshed", metadata
-    age = max(0.0, now - last_refresh)
-    metadata |= {
-        "last_refresh": dg.MetadataValue.timestamp(last_refresh),
-        f"hours_since/{source.name}": round(age / 3600, 4),
-    }
-    ago = f"{source.name}: last refreshed {_hours(age)} ago"
-    if not every:
-        return True, dg.AssetCheckSeverity.WARN, f"{ago}; its tiers refresh on every tick, no window to judge", metadata
-    if fail and age >= fail:
-        why = f"{ago}, past its slowest tier's interval {_hours(fail)} (ERROR)"
-        return False, dg.AssetCheckSeverity.ERROR, why, metadata
-    if age >= warn:
-        why = f"{ago}, past its fastest tier's interval {_hours(warn)} (WARN; ERROR at {_hours(fail)})"
-        return False, dg.AssetCheckSeverity.WARN, why, metadata
-    why = f"{ago}, within {_hours(warn)} (WARN after, ERROR after {_hours(fail)})"
-    return True, dg.AssetCheckSeverity.WARN, why, metadata
+    if verdict.age_s is not None:
+        metadata[f"hours_since/{name}"] = round(verdict.age_s / 3600, 4)
+    severity = dg.AssetCheckSeverity.ERROR if verdict.level == "error" else dg.AssetCheckSeverity.WARN
+    return dg.AssetCheckResult(
+        passed=verdict.passed, severity=severity, description=verdict.description, metadata=metadata
+    )
 
 
 def freshness_alert(report: FreshnessReport, policy: CheckPolicy) -> dg.AssetCheckResult:
@@ -301,7 +277,11 @@ def freshness_alert(report: FreshnessReport, policy: CheckPolicy) -> dg.AssetChe
         "age_median_s": report.age_median_s,
     }
     targets = {"lag_target_s": policy.lag_target_h * 3600, "age_target_s": policy.age_target_d * 86_400}
-    passed = report.score >= policy.freshness_alert
+    now = time.time()  # this run's commit is the source's last success
+    verdict = source_verdict.judge(
+        report.source, {}, last_success=now, score=report.score, alert_at=policy.freshness_alert, now=now
+    )
+    passed = verdict.passed
     reasons = alert_reasons(row, **targets)
     head = f"score after the commit {report.score:.3f} {'≥' if passed else '<'} {policy.freshness_alert:g}"
     return dg.AssetCheckResult(

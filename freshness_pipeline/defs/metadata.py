@@ -44,6 +44,8 @@ def _cell(value: Any, kind: Kind) -> str | int | float | bool | None:
         return None
     if kind == "timestamp":  # POSIX seconds
         return utc_minute(float(value))
+    if kind == "date":
+        return str(value)  # YYYY-MM-DD
     return value if isinstance(value, str | int | float | bool) else str(value)
 
 

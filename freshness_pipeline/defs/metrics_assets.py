@@ -11,7 +11,7 @@ import dagster as dg
 from ..core.tables import GOLDEN, HISTORY
 from ..pipeline.history import history_values
 from ..pipeline.indexing import IndexReport
-from ..pipeline.metrics import after_run
+from ..pipeline.metrics import FreshnessReport, after_run
 from ..pipeline.planning import PlanReport
 from .assets import freshness_asset
 from .checks import FRESHNESS_ALERT, freshness_alert
@@ -22,6 +22,16 @@ from .step_endings import results_on_failure
 
 def _float(value: float) -> dg.FloatMetadataValue:
     return dg.MetadataValue.float(round(float(value), 4))
+
+
+def per_source(r: FreshnessReport) -> dict[str, dg.FloatMetadataValue]:
+    """The figures plotted per source over time: score, stale share, lag p90, error share."""
+    return {
+        "score": _float(r.score),
+        "stale_share": _float(r.stale_share),
+        "lag_p90_h": _float((r.lag_p90_s or 0.0) / 3600),
+        "error_share": _float(r.error_share),
+    }
 
 
 @freshness_asset(
@@ -62,6 +72,10 @@ def freshness_metrics(
         "age_p90_h": _float((r.age_p90_s or 0.0) / 3600),
         "lag_median_h": _float((r.lag_median_s or 0.0) / 3600),
         "lag_p90_h": _float((r.lag_p90_s or 0.0) / 3600),
+        # The same figures named per source: the asset's Plots (Overview > Metadata, "Events")
+        # draw each key over time across every partition's materializations, so a key per
+        # source is one line per source, week after week ("Partitions" plots `score` & co.).
+        **{f"{key}/{r.source}": value for key, value in per_source(r).items()},
         "history": history,
         **({"reindex_requested": out.reindex_requested} if out.reindex_requested else {}),
         "webhook_backlog": sum(d.backlog for d in out.deliveries),

@@ -106,9 +106,10 @@ def tier_cadence_sensor(
     settings = freshness.settings()
     now = time.time()
     requests, waiting = [], []
+    # A source without its partition yet (sources_partitions_sensor has not ticked) gets it
+    # in this tick's result, with its first run: the first crawl does not wait an interval.
+    new = [s.name for s in settings.sources if not context.instance.has_dynamic_partition(SOURCES, s.name)]
     for src in settings.sources:
-        if not context.instance.has_dynamic_partition(SOURCES, src.name):
-            continue  # sources_partitions_sensor adds it first
         request, why = _tier_request(context.instance, src, now)
         if request is not None:
             requests.append(request)
@@ -116,7 +117,11 @@ def tier_cadence_sensor(
             waiting.append(f"{src.name}: {why}")
     if waiting and requests:
         context.log.info("; ".join(waiting))
-    return dg.SensorResult(run_requests=requests) if requests else dg.SkipReason("; ".join(waiting) or "no source")
+    return dg.SensorResult(
+        run_requests=requests,
+        dynamic_partitions_requests=[sources_partitions.build_add_request(new)] if new else None,
+        skip_reason=None if requests else "; ".join(waiting) or "no source in the sources file",
+    )
 
 
 def _tier_request(instance: dg.DagsterInstance, src: Source, now: float) -> tuple[dg.RunRequest | None, str]:

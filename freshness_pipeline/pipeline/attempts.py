@@ -14,20 +14,6 @@ from ..adapters.state.store import StateStore, migrate
 from ..config import Settings, state_url
 
 
-def not_refreshed(attempt: Mapping[str, Any] | None, last_success: Mapping[str, Any] | None) -> str | None:
-    """Why the index has not refreshed: the last attempt ended without a commit after the
-    last success (or there was never one). None when the last attempt succeeded."""
-    if attempt is None or attempt["status"] == "success":
-        return None
-    if last_success is not None and last_success["finished_at"] >= attempt["finished_at"]:
-        return None  # a success recorded after this attempt (a run the CLI did not launch)
-    since = time.strftime("%Y-%m-%d %H:%M", time.localtime(last_success["finished_at"])) if last_success else None
-    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(attempt["finished_at"]))
-    head = f"the last refresh ({when}) {'was blocked' if attempt['status'] == 'blocked' else 'failed'}"
-    tail = f"the index is as of the last success, {since}" if since else "nothing was ever indexed"
-    return f"{head}: {attempt.get('message') or 'no message'}; {tail}"
-
-
 def latest_attempt(
     attempt: Mapping[str, Any] | None, last_success: Mapping[str, Any] | None
 ) -> Mapping[str, Any] | None:

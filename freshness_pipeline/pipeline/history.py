@@ -18,14 +18,17 @@ HISTORY_COLUMNS = [HOURS.get(c, c) for c in HISTORY.names]
 
 def history_values(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The metric history in the table's columns: ages and lags in hours (2 places), the
-    rest rounded to 4 places, `measured_at` in POSIX seconds, NaN as None."""
+    rest rounded to 4 places, `measured_at` in POSIX seconds, NaN as None (the error share
+    is None for a measurement made before it was kept)."""
     out = []
     for r in rows:
         row: dict[str, Any] = {}
         for col, name in zip(HISTORY_COLUMNS, HISTORY.names, strict=True):
-            v = r.get(col)
+            v = r.get(col) if col != "error_share" else (r.get("details") or {}).get(col)  # kept in its details
             if v is None or (isinstance(v, float) and math.isnan(v)):
                 row[name] = None
+            elif col == "run_id":
+                row[name] = str(v)
             elif col == "measured_at":
                 row[name] = float(v)
             else:
@@ -36,8 +39,11 @@ def history_values(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def history_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The metric history as people read it, in `freshness status`: `history_values` with
-    times as UTC minutes."""
-    return [{**r, "measured_at": utc_minute(r["measured_at"])} for r in history_values(rows)]
+    times as UTC minutes and run ids cut to their first 8 characters, as Dagster shows them."""
+    return [
+        {**r, "run_id": r["run_id"] and r["run_id"][:8], "measured_at": utc_minute(r["measured_at"])}
+        for r in history_values(rows)
+    ]
 
 
 def weak_searches(settings: Settings, *, days: float) -> list[dict[str, Any]]:

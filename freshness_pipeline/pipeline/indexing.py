@@ -307,7 +307,7 @@ def _counts(p: PlanReport, w: _Written, *, orphans: int, reindex: bool) -> dict[
         "deleted": w.deleted,
         "reused": kept + w.upserted - w.embedded,
         "orphans_removed": orphans,
-        "sections_new": w.upserted if reindex else c["new"],
+        "sections_new": c["new"],  # new on the site (a re-index writes every section: `upserted`)
         "sections_changed": planned["changed"],
         "sections_moved": planned["moved"],
         "sections_removed": planned["removed"],

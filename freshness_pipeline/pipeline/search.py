@@ -263,7 +263,7 @@ def _record(settings: Settings, query: str, top: list[Result], model: str) -> No
     best = max(top, key=lambda r: r.score)  # fused order is not cosine order
     weak = None
     if threshold is not None and best.score < threshold:
-        weak = {"query": query, "model": model, "best_score": best.score, "best_url": best.url}
+        weak = {"query": query, "model": model, "best_score": best.score, "best_url": best.url, "source": best.source}
     try:
         store = StateStore(state_url(settings))
         try:

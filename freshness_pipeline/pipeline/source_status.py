@@ -3,9 +3,10 @@
 pages flagged for review and pages that re-embed on most runs (flapping: counted from the
 "changed" change events, one per page per run that rewrote its sections), and whether the
 vector store holds what the manifest says (the comparison `freshness reconcile` makes: a
-lost or damaged vector store is never reported healthy). A source whose last attempt failed
-or was blocked after its last success has not refreshed: its freshness alerts, whatever
-score was measured at that success (`attempts.py`). Reads only."""
+lost or damaged vector store is never reported healthy), and its verdict (`verdicts.py`,
+as the `source_fresh` check has it): a source whose last attempt failed, was canceled or was
+blocked after its last success has not refreshed, and alerts whatever score was measured
+at that success. Reads only."""
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..config import Settings
-from .attempts import latest_attempt, not_refreshed
+from .attempts import latest_attempt
 from .context import SourceContext
 from .reconcile import compare
+from .verdicts import source_verdict
 
 FLAPPING_MIN_RUNS = 3  # re-embedded in at least this many runs of the last week ...
 FLAPPING_WINDOW_S = 7 * 86_400.0  # ... and in more than half of them: a missed noise rule?
@@ -40,9 +42,11 @@ def source_status(settings: Settings, name: str, *, recent_runs: int = 10) -> di
             fresh["freshness"]["alert"] = True  # a score measured on an index that is not there
         last = runs[0] if runs else None
         attempt = latest_attempt(ctx.store.runs.last_attempt(name), last)
-        stalled = not_refreshed(attempt, last)
-        if stalled:
-            fresh["freshness"] = {**(fresh["freshness"] or {}), "alert": True, "not_refreshed": stalled}
+        verdict = source_verdict(ctx.store, ctx.source)
+        if fresh["freshness"] and not verdict.passed:
+            fresh["freshness"]["alert"] = True
+        if verdict.state in ("blocked", "failed"):
+            fresh["freshness"] = {**(fresh["freshness"] or {}), "alert": True, "not_refreshed": verdict.reason}
         return json_safe(
             {
                 "source": name,
@@ -53,6 +57,12 @@ def source_status(settings: Settings, name: str, *, recent_runs: int = 10) -> di
                 "tiers": dict(tiers),
                 "last_run": last,  # the last success: the last run that committed
                 "last_attempt": attempt,
+                "verdict": {
+                    "state": verdict.state,
+                    "level": verdict.level,
+                    "reason": verdict.reason,
+                    "by_score": verdict.by_score,
+                },
                 "flagged": sorted((p.url, p.flag) for p in pages if p.flag),
                 "flapping": flapping,
                 "index": {

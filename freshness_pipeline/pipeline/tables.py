@@ -1,20 +1,20 @@
-"""The public API's tables (`frames.py`, `freshness dump --format`), read from the state
-store as rows of core/tables.py's columns: timestamps in POSIX seconds, every other value
-as the column's kind. Reads only; the golden set is run against the active index (as
+"""The public API's tables (`frames.py`, `freshness dump --table`), read from the state
+store as rows of core/tables.py's columns: timestamps in POSIX seconds, dates as dates,
+every other value as the column's kind. Reads only; the golden set is run against the active index (as
 after every refresh) without counting misses."""
 
 from __future__ import annotations
 
-import calendar
+import datetime
 import hashlib
-import time
 from typing import Any
 
 from ..config import Settings
-from ..core.tables import GOLDEN, GOLDEN_MISSES, HISTORY, MANIFEST, PAGES_FOR_REVIEW, RUNS, WEAK, Table
+from ..core.tables import GOLDEN, GOLDEN_MISSES, HISTORY, MANIFEST, PAGES_FOR_REVIEW, RUNS, VERDICTS, WEAK, Table
 from .context import SourceContext
 from .golden import evaluate, golden_file, load_golden
 from .history import history_values, weak_searches
+from .verdicts import source_verdict
 
 Rows = list[dict[str, Any]]
 
@@ -55,7 +55,7 @@ def _section(chunks: list[dict[str, Any]]) -> dict[str, Any]:
         "heading_path": " > ".join(first["heading_path"]),
         "title": first["title"],
         "content_hash": hashes[0] if len(hashes) == 1 else hashlib.sha256("\n".join(hashes).encode()).hexdigest(),
-        "as_of": day_seconds(max(dates)) if dates else None,
+        "as_of": day(max(dates)) if dates else None,
         "chunks": len(chunks),
         "tokens": sum(c["tokens"] for c in chunks),
         "changed_at": max(c["changed_at"] for c in chunks),
@@ -63,12 +63,12 @@ def _section(chunks: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def day_seconds(as_of: str) -> float | None:
-    """A section's `as_of` ("YYYY-MM-DD", or "YYYY-MM" for a month) as the POSIX seconds
-    of that day's (or month's first day's) UTC midnight; None when it is neither."""
+def day(as_of: str) -> datetime.date | None:
+    """A section's `as_of` ("YYYY-MM-DD", or "YYYY-MM" for a month) as that day (or the
+    month's first day); None when it is neither."""
     for fmt in ("%Y-%m-%d", "%Y-%m"):
         try:
-            return float(calendar.timegm(time.strptime(as_of, fmt)))
+            return datetime.datetime.strptime(as_of, fmt).date()
         except ValueError:
             continue
     return None
@@ -93,7 +93,13 @@ def _runs(ctx: SourceContext, limit: int = 20) -> Rows:
 
 def _review(ctx: SourceContext) -> Rows:
     pages = ctx.store.pages.load(ctx.name, with_markdown=False).values()
-    return [{"page": p.url, "why": p.flag} for p in sorted(pages, key=lambda p: p.url) if p.flag]
+    return [{"url": p.url, "why": p.flag} for p in sorted(pages, key=lambda p: p.url) if p.flag]
+
+
+def _verdict(ctx: SourceContext) -> Rows:
+    v = source_verdict(ctx.store, ctx.source)
+    hours = None if v.age_s is None else round(v.age_s / 3600, 4)
+    return [{"state": v.state, "level": v.level, "reason": v.reason, "hours_since": hours}]
 
 
 def _only(rows: Rows, table: Table) -> Rows:
@@ -107,4 +113,5 @@ _READERS = {
     GOLDEN_MISSES.name: _golden_misses,
     RUNS.name: _runs,
     PAGES_FOR_REVIEW.name: _review,
+    VERDICTS.name: _verdict,
 }

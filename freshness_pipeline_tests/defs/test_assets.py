@@ -62,7 +62,7 @@ def test_materialize_records_what_the_ui_plots(sources: Path, site: DocsSite, in
     assert (index["crawled"].value, index["new"].value, index["embedded"].value) == (5, 5, 10)
     assert index["run_start_to_searchable_s"].value > 0
     assert "reindex_reason" not in index and "reindex_reason" not in meta["section_manifest"]  # no empty keys
-    pages = {r.data["page"]: r.data["sections written"] for r in index["top_changed_pages"].records}
+    pages = {r.data["url"]: r.data["sections written"] for r in index["top_changed_pages"].records}
     assert pages[f"{site.base_url}/guide/page0"] == 2
     # Every check runs inside its asset's step: one step per asset.
     steps = {e.step_key for e in result.get_step_success_events()}

@@ -61,6 +61,31 @@ def add_run(instance: dg.DagsterInstance, tier: str | None, status: dg.DagsterRu
 WAITS = f"{SOURCE}: no tier is due"
 
 
+def test_the_first_tier_tick_sees_the_sources_before_their_partitions_exist(
+    sources: Path, site: DocsSite, dagster_home: Path
+) -> None:
+    """No partition yet (sources_partitions_sensor has not ticked): the first tick adds them
+    and requests each source's first run, instead of `skipped: no source`."""
+    data = yaml.safe_load(sources.read_text())
+    data["sources"].append({"name": "api", "sitemap": site.sitemap_url})
+    sources.write_text(yaml.safe_dump(data))
+    with (
+        dg.DagsterInstance.get() as instance,
+        dg.build_sensor_context(  # with the instance's ref, as the daemon gives it
+            instance=instance,
+            instance_ref=instance.get_ref(),
+            definitions=defs,
+            resources={"freshness": FreshnessResource()},
+        ) as ctx,
+        dg.partition_loading_context(dynamic_partitions_store=instance),
+    ):
+        tick = tier_cadence_sensor.evaluate_tick(ctx)
+        (added,) = tick.dynamic_partitions_requests
+        assert sorted(added.partition_keys) == ["api", SOURCE]
+        assert sorted(r.partition_key for r in tick.run_requests) == ["api", SOURCE], tick.skip_message
+        assert all(not r.tags.get("freshness/tier") for r in tick.run_requests)  # a first run is a full one
+
+
 def test_tier_sensor_requests_only_due_tiers(sources: Path, site: DocsSite, instance: dg.DagsterInstance) -> None:
     write_sources(sources, site.sitemap_url, tiers={"hot_every_h": 0.0, "warm_every_h": 24, "cold_every_h": 168})
     # Never refreshed: one full run (every tier at once).
@@ -177,4 +202,7 @@ def test_version_bump_requests_a_reindex_run_that_reindexes(
         if e.asset_key.to_user_string() == "vector_index"
     ][0]
     assert "hashing-v1-128" in index_meta["reindex_reason"].value
+    # No page is new: no section is new either; every section is written to the new index.
+    counts = {k: index_meta[k].value for k in ("new", "sections_new", "upserted", "sections_indexed")}
+    assert counts["new"] == counts["sections_new"] == 0 and counts["upserted"] == counts["sections_indexed"] == 8
     assert evaluate(version_bump_sensor, instance, tick.cursor).skip_message == "every index is current"

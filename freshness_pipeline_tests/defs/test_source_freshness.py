@@ -10,16 +10,20 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pytest
 import yaml
 from sqlalchemy import create_engine, make_url, text
 
+from freshness_pipeline.config import Settings
 from freshness_pipeline.defs.definitions import defs
 from freshness_pipeline.defs.resources import FreshnessResource
 from freshness_pipeline.defs.source_freshness import source_freshness_sensor
 from freshness_pipeline.demo.server import DocsSite
+from freshness_pipeline.pipeline.attempts import record_attempt
+from freshness_pipeline.pipeline.source_status import source_status
 from freshness_pipeline_tests.conftest import PG_ADMIN_URL
 from freshness_pipeline_tests.sitegen import generate
 
@@ -69,6 +73,10 @@ def _stretch(refresh_s: float) -> float:
     """How much FAST is stretched so that a tick a few refreshes' time after "down"'s refresh
     still finds it within its fastest interval."""
     return max(1.0, 4 * refresh_s / (FAST["hot_every_h"] * 3600))
+
+
+def source_status_rows(settings: Settings) -> list[dict[str, Any]]:
+    return [source_status(settings, s.name) for s in settings.sources]
 
 
 def _sources(home: Path, monkeypatch: pytest.MonkeyPatch, up: DocsSite, down: DocsSite, stretch: float = 1.0) -> None:
@@ -124,6 +132,37 @@ def test_each_source_is_judged_against_its_own_cadence(dagster_home: Path, monke
         assert by_source["down"].asset_key == dg.AssetKey("vector_index")
         everyone = {e.partition: (e.passed, e.severity) for e in _tick(instance)[0]}
         assert everyone == {"up": (True, dg.AssetCheckSeverity.WARN), "down": (False, dg.AssetCheckSeverity.ERROR)}
+
+
+def test_never_refreshed_then_blocked_says_so_as_status_does(
+    dagster_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At the first tick, before any run, a source is "never refreshed" and passes (its first
+    interval has not passed); after a blocked attempt the check turns WARN with what blocked
+    it, as `freshness status` says, instead of staying green with an old description."""
+    with DocsSite() as up, DocsSite() as down, dg.DagsterInstance.get() as instance:
+        _sources(dagster_home, monkeypatch, up, down)
+        instance.add_dynamic_partitions("sources", ["up", "down"])
+        first, cursor = _tick(instance)
+        assert {e.partition: (e.passed, e.severity) for e in first} == {
+            "up": (True, dg.AssetCheckSeverity.WARN),
+            "down": (True, dg.AssetCheckSeverity.WARN),
+        }
+        assert all("never refreshed" in (e.description or "") for e in first), first
+        assert _refresh(instance, "up").success
+        fresh, cursor = _tick(instance, cursor)  # "down" may be past its 7.2 s or 10.8 s by now
+        (up_fresh,) = [e for e in fresh if e.partition == "up"]
+        assert up_fresh.passed and " ago" not in (up_fresh.description or ""), up_fresh
+        assert "last refreshed" in (up_fresh.description or "")
+
+        settings = FreshnessResource().settings()
+        record_attempt(settings, "up", {"run_id": "r1", "status": "blocked", "message": "change_spike: 62%"})
+        blocked = [e for e in _tick(instance, cursor)[0] if e.partition == "up"]
+        assert [(e.passed, e.severity) for e in blocked] == [(False, dg.AssetCheckSeverity.WARN)]
+        assert "was blocked: change_spike: 62%" in (blocked[0].description or ""), blocked
+        assert blocked[0].metadata["verdict"].value == "blocked"
+        (row,) = [r for r in source_status_rows(settings) if r["source"] == "up"]
+        assert row["verdict"]["state"] == "blocked" and row["freshness"]["alert"] is True
 
 
 @pytest.fixture

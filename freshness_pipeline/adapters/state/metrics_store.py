@@ -113,7 +113,7 @@ class MetricsStore:
         cited: Sequence[tuple[str, str]],
         now: float | None = None,
     ) -> None:
-        """A weak query ({query, model, best_score, best_url}) and the (source, key) pairs a
+        """A weak query ({query, model, best_score, best_url, source}) and the (source, key) pairs a
         search returned; purges rows past their retention in the same transaction."""
         now = time.time() if now is None else now
         wq, ck = schema.weak_queries, schema.cited_keys
@@ -129,7 +129,7 @@ class MetricsStore:
         """The weak queries of the last `days`, newest first."""
         t = schema.weak_queries
         q = (
-            select(t.c.created_at, t.c.best_score, t.c.query, t.c.best_url, t.c.model)
+            select(t.c.source, t.c.created_at, t.c.best_score, t.c.query, t.c.best_url, t.c.model)
             .where(t.c.created_at >= time.time() - days * _DAY)
             .order_by(t.c.id.desc())
             .limit(limit)

@@ -236,6 +236,7 @@ weak_queries = Table(
     Column("best_score", Float),
     Column("best_url", String(2048)),
     Column("created_at", Float, nullable=False),
+    Column("source", String(64)),  # of the best match; empty for a search recorded before it was kept
     Index("ix_weak_queries_created", "created_at"),
 )
 
