@@ -2,7 +2,7 @@
 joins the others on `source`
 
 Revision ID: 0012
-Revises: 0008
+Revises: 0011
 """
 
 from alembic import op
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 
 revision = "0012"
-down_revision = "0008"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 
