@@ -17,7 +17,13 @@ from .automation import launching_sensors_status
 from .checks import SOURCE_FRESH_KEY, source_fresh_result
 from .partitions import SOURCES, sources_partitions
 from .resources import FreshnessResource
-from .tags import KNOWN_SINCE_TAG
+
+
+class KnownSince(dg.Config):
+    """When source_freshness_sensor first saw the source (epoch seconds): a source never
+    refreshed is late from then. Passed in the check run's config, not read from its tags."""
+
+    known_since: float | None = None
 
 
 @dg.asset_check(
@@ -31,15 +37,16 @@ from .tags import KNOWN_SINCE_TAG
     "failed attempt; WARN under `checks.freshness_alert`. Judged when it runs: "
     "source_freshness_sensor runs it for a source whose verdict changed.",
 )
-def source_fresh(context: dg.AssetCheckExecutionContext, freshness: FreshnessResource) -> dg.AssetCheckResult:
+def source_fresh(
+    context: dg.AssetCheckExecutionContext, config: KnownSince, freshness: FreshnessResource
+) -> dg.AssetCheckResult:
     settings = freshness.settings()
     name = context.partition_key
     try:
         source = settings.source(name)
     except ConfigError as exc:
         raise dg.Failure(description=f"source_fresh: {exc}", allow_retries=False) from exc
-    known = context.run.tags.get(KNOWN_SINCE_TAG)
-    seen = {name: float(known)} if known else None
+    seen = None if config.known_since is None else {name: config.known_since}
     return source_fresh_result(verdicts(settings, [source.name], known_since=seen)[source.name])
 
 
@@ -69,7 +76,9 @@ def source_freshness_sensor(
     return dg.SensorResult(
         run_requests=[
             dg.RunRequest(
-                partition_key=name, asset_check_keys=[SOURCE_FRESH_KEY], tags={KNOWN_SINCE_TAG: f"{seen[name]:.3f}"}
+                partition_key=name,
+                asset_check_keys=[SOURCE_FRESH_KEY],
+                run_config={"ops": {source_fresh.node_def.name: {"config": {"known_since": seen[name]}}}},
             )
             for name in changed
         ],

@@ -3,9 +3,6 @@
 PARTITION_TAG = "dagster/partition"  # Dagster's own: a run's partition (the source)
 TIER_TAG = "freshness/tier"
 ALLOW_SPIKE_TAG = "freshness/allow-spike"  # an operator's override, recorded in the run's tags
-# When source_freshness_sensor first saw a source (POSIX seconds): a source never refreshed
-# is not late before its first interval has passed since.
-KNOWN_SINCE_TAG = "freshness/known-since"
 
 
 def run_tags(tier: str | None = None, tags: dict[str, str] | None = None) -> dict[str, str]:

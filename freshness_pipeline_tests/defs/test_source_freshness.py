@@ -61,7 +61,11 @@ def _tick(instance: dg.DagsterInstance, cursor: str | None = None) -> tuple[list
             asset_check_selection=set(request.asset_check_keys or ()),
         )
         result = job.execute_in_process(
-            instance=instance, partition_key=request.partition_key, tags=request.tags, raise_on_error=False
+            instance=instance,
+            partition_key=request.partition_key,
+            tags=request.tags,
+            run_config=request.run_config,
+            raise_on_error=False,
         )
         assert result.success, result.all_events
         (evaluation,) = result.get_asset_check_evaluations()
