@@ -7,8 +7,9 @@ differ for the last element of a block), so the same list would come and go with
 updated" line. Once a page is cut down to its `<main>`, navigation is gone and a list is
 content: each outermost list holding a link is swapped for a placeholder paragraph before
 trafilatura runs (`lift`), and the placeholder for the list's markdown after (`restore`).
-A list in a block that trafilatura drops for other reasons (an aside, a share bar) goes
-with its placeholder.
+A list in an `<aside>`, `<nav>`, `<header>` or `<footer>` (a "Related pages" box, other on
+every request) is left to trafilatura's judgement, and a list in a block that trafilatura
+drops for other reasons (a share bar) goes with its placeholder.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ __all__ = ["lift", "restore"]
 
 _TOKEN = "FreshnessLinkList"  # placeholder words: `{_TOKEN}{n}x`
 _LISTS = ("ul", "ol")
+_CHROME = frozenset({"aside", "nav", "header", "footer"})
 _SKIP = frozenset({"script", "style", "template", "noscript", "button", "svg", "img"})
 _CODE = frozenset({"code", "kbd", "samp", "tt"})
 _EMPHASIS = {"em": "*", "i": "*", "strong": "**", "b": "**"}
@@ -32,14 +34,14 @@ _SPACE = re.compile(r"\s+")
 
 
 def lift(root: HtmlElement) -> dict[str, str]:
-    """Swap every outermost list under `root` holding a link for a placeholder paragraph;
+    """Swap every outermost list under `root` holding a link (bar chrome) for a placeholder paragraph;
     placeholder -> the list's markdown. Nothing is lifted from a page whose text holds the
     placeholder word already."""
     if _TOKEN in (root.text_content() or ""):
         return {}
     lifted: dict[str, str] = {}
     for lst in list(root.iter(*_LISTS)):
-        if _has_list_ancestor(lst) or lst.find(".//a[@href]") is None or lst.getparent() is None:
+        if _in_list_or_chrome(lst) or lst.find(".//a[@href]") is None or lst.getparent() is None:
             continue
         token = f"{_TOKEN}{len(lifted)}x"
         try:
@@ -60,8 +62,8 @@ def restore(markdown: str, lifted: dict[str, str]) -> str:
     return pattern.sub(lambda m: f"\n\n{lifted[m.group(1)]}\n\n", markdown).strip("\n")
 
 
-def _has_list_ancestor(el: HtmlElement) -> bool:
-    return any(a.tag in _LISTS for a in el.iterancestors())
+def _in_list_or_chrome(el: HtmlElement) -> bool:
+    return any(a.tag in _LISTS or a.tag in _CHROME for a in el.iterancestors())
 
 
 def _list_lines(lst: HtmlElement, indent: str = "") -> list[str]:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from urllib.parse import urljoin
 
-from freshness_pipeline.core.blocks import split_blocks, structure
+from freshness_pipeline.core.blocks import code_spans, split_blocks, structure
 from freshness_pipeline.core.markdown import parser
 from freshness_pipeline.core.urls import strip_tracking
 
@@ -198,7 +198,6 @@ def _build_stamp(page: _Page, url: str) -> _Page:
 
 # A backslash before ASCII punctuation: a markdown escape (CommonMark 2.4).
 _ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
-_BACKTICKS = re.compile(r"`+")
 _MAX_TRIES = 20  # escapes of one character tried one by one; past them, the rest are kept
 # Characters a block's tries may render, as a multiple of its length plus a floor: past it,
 # the escapes left are kept, so the rule stays linear in the block however many kinds of
@@ -221,31 +220,6 @@ def _escapes(page: _Page, url: str) -> _Page:
     judged as a whole, the escapes of one character at once, else one at a time (bar
     delimiters that pair up: those all at once or not at all)."""
     return _map_prose_blocks(page, _unneeded_escapes_removed)
-
-
-def code_spans(text: str) -> list[tuple[int, int]]:
-    """The code spans of `text` as (start, end), in order: on one line, a whole run of
-    backticks closed by the next whole run as long (CommonMark). Found from the runs with
-    one lookup each, never by a regex that backtracks: O(n log n) on any line."""
-    spans: list[tuple[int, int]] = []
-    offset = 0
-    for line in text.split("\n"):
-        runs = [m.span() for m in _BACKTICKS.finditer(line)]
-        by_length: dict[int, list[int]] = {}
-        for i, (a, b) in enumerate(runs):
-            by_length.setdefault(b - a, []).append(i)
-        i = 0
-        while i < len(runs):
-            a, b = runs[i]
-            same = by_length[b - a]
-            j = bisect_right(same, i)
-            if j < len(same):
-                spans.append((offset + a, offset + runs[same[j]][1]))
-                i = same[j] + 1
-            else:
-                i += 1
-        offset += len(line) + 1
-    return spans
 
 
 def _escape_positions(block: str, chars: str) -> list[int]:
