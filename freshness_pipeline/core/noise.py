@@ -177,6 +177,9 @@ _BUILD_LINE = re.compile(
     r"|\bbuild\s*(?:id|hash|number|no\.?)?\s*[:#]",
     re.IGNORECASE,
 )
+# A footer's build line is short; a paragraph saying "built with" is not one. The bound
+# also keeps `_BUILD_VOLATILE` (which rescans a token from each of its characters) linear.
+_BUILD_LINE_MAX = 300
 # In a build line: dates, hex ids, and every token holding a digit (times, counters, versions).
 _BUILD_VOLATILE = re.compile(rf"{_DATE}|\b[0-9a-f]{{7,64}}\b|[^\s,;()]*\d[^\s,;()]*", re.IGNORECASE)
 _COPYRIGHT_YEARS = re.compile(
@@ -191,7 +194,8 @@ def _build_stamp(page: _Page, url: str) -> _Page:
 
     def line(text: str) -> str:
         text = _COPYRIGHT_YEARS.sub(r"\1\2", text)
-        return _BUILD_VOLATILE.sub("", text) if _BUILD_LINE.search(text) else text
+        build = len(text) <= _BUILD_LINE_MAX and _BUILD_LINE.search(text)
+        return _BUILD_VOLATILE.sub("", text) if build else text
 
     return _map_prose(page, line)
 
