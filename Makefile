@@ -9,7 +9,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(VENV)/bin/pip install -q -c constraints.txt -e '.[dev]'
 	touch $@
 
-.PHONY: demo test lint bench bench-peers bench-overhead bench-retrieval bench-long-pages
+.PHONY: demo test lint bench bench-peers bench-overhead bench-retrieval bench-long-pages bench-long-text
 demo: $(VENV)/.installed
 	$(VENV)/bin/freshness demo
 
@@ -42,6 +42,10 @@ bench-peers: $(VENV)/.installed
 bench-long-pages: $(VENV)/.installed
 	$(VENV)/bin/pip install -q -c constraints.txt -e '.[peers]'
 	$(PY) -m bench.long_pages
+
+# Seconds per page for 1 MB of text in one token, one line and one code block (docs/benchmarks.md).
+bench-long-text: $(VENV)/.installed
+	$(PY) -m bench.long_text
 
 # Hit@1/hit@5/MRR of vector, full-text and hybrid search on the shipped corpora (docs/benchmarks.md).
 bench-retrieval: $(VENV)/.installed

@@ -16,18 +16,18 @@ import logging
 import re
 from collections.abc import Iterator
 from configparser import ConfigParser
-from contextvars import ContextVar
 from copy import deepcopy
 from dataclasses import dataclass
 from datetime import datetime
 
 import trafilatura
-import trafilatura.main_extractor
 from htmldate.extractors import try_date_expr
 from lxml import etree
 from lxml.html import Element, HtmlElement, HTMLParser, fromstring
 from trafilatura.metadata import extract_title
 from trafilatura.settings import use_config
+
+from freshness_pipeline.core import link_lists
 
 __all__ = ["Extracted", "extract"]
 
@@ -48,26 +48,6 @@ _BASELINE.set("DEFAULT", "MIN_EXTRACTED_SIZE", "1")
 _NO_BASELINE = use_config()
 _NO_BASELINE.set("DEFAULT", "MIN_EXTRACTED_SIZE", "0")
 _HEADINGS = etree.XPath("//h1|//h2|//h3|//h4|//h5|//h6")
-
-# trafilatura deletes short lists whose text is mostly links, or mostly short links, as
-# boilerplate (`delete_by_link_density(tree, "list")`): release notes ("Fix X. #123 by
-# @user"), "see also" and third-party package lists. It has no option for it, so the list
-# pass is skipped while a page cut down to its <main> is extracted: navigation is already
-# gone, and what is left in a list is content. A context variable, not a flag: extraction
-# may run in threads.
-_KEEP_LISTS: ContextVar[bool] = ContextVar("keep_link_dense_lists", default=False)
-_library_delete_by_link_density = trafilatura.main_extractor.delete_by_link_density
-
-
-def _delete_by_link_density(
-    subtree: HtmlElement, tagname: str, backtracking: bool = False, favor_precision: bool = False
-) -> HtmlElement:
-    if tagname == "list" and _KEEP_LISTS.get():
-        return subtree
-    return _library_delete_by_link_density(subtree, tagname, backtracking, favor_precision)
-
-
-trafilatura.main_extractor.delete_by_link_density = _delete_by_link_density
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,11 +99,9 @@ def extract(html: str, url: str) -> Extracted:
         tree.make_links_absolute(url, resolve_base_href=False, handle_failures="ignore")
         title = extract_title(tree)
         root, is_main = _content_root(tree)
-        token = _KEEP_LISTS.set(is_main)
-        try:
-            markdown = _markdown(root, _NO_BASELINE) or _headings_only(root) or _markdown(root, _BASELINE)
-        finally:
-            _KEEP_LISTS.reset(token)
+        lists = link_lists.lift(root) if is_main else {}
+        markdown = _markdown(root, _NO_BASELINE) or _headings_only(root) or _markdown(root, _BASELINE)
+        markdown = link_lists.restore(markdown, lists)
     except Exception:  # trafilatura and lxml raise many kinds of errors on broken markup
         logger.warning("extraction failed for %s", url, exc_info=True)
         return Extracted("")
@@ -247,9 +225,12 @@ def _own_line_fences(markdown: str) -> str:
     return "\n".join(out)
 
 
+_ROLE_MAIN = etree.XPath("//*[@role='main']")
+
+
 def _content_root(tree: HtmlElement) -> tuple[HtmlElement, bool]:
-    """A copy of the page cut down to its `<main>` (or its only `<article>`), and whether
-    it was.
+    """A copy of the page cut down to its `<main>` (or its `role="main"` element, as Sphinx
+    writes it, or its only `<article>`), and whether it was.
 
     On short docs pages the sidebar can outweigh the article and trafilatura then keeps the
     navigation; handing it only the main element avoids that. A `<details>` block's
@@ -257,6 +238,8 @@ def _content_root(tree: HtmlElement) -> tuple[HtmlElement, bool]:
     every heading after it, so adding or removing a collapsible block would change keys.
     """
     main = tree.find(".//main")
+    if main is None:
+        main = next(iter(_ROLE_MAIN(tree)), None)
     if main is None:
         articles = tree.findall(".//article")
         main = articles[0] if len(articles) == 1 else None

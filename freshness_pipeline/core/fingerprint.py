@@ -28,6 +28,7 @@ from .retrieval import code_parts
 __all__ = [
     "FuzzyVerdict",
     "content_hash",
+    "fold_typography",
     "fuzzy_unchanged",
     "hamming",
     "is_meaningful",
@@ -40,15 +41,30 @@ _BITS = 64
 _SHINGLE = 3
 
 
+# What a generator's "smart quotes" write (docutils' smartquotes, Python-Markdown's smarty,
+# SmartyPants), back to what it read: a redeploy that turns them on or off is no new text.
+_TYPOGRAPHY = str.maketrans(
+    {"‘": "'", "’": "'", "‚": "'", "‛": "'", "“": '"', "”": '"', "„": '"', "‟": '"', "–": "--", "—": "---", "…": "..."}
+)
+
+
+def fold_typography(text: str) -> str:
+    """`text` with typographic quotes, dashes and ellipses as their ASCII forms."""
+    return text.translate(_TYPOGRAPHY)
+
+
 def content_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    """The fingerprint of a retrieval text, typography folded: curly or straight quotes
+    are one text to embed (the text itself keeps them, for readers and citations)."""
+    return hashlib.sha256(fold_typography(text).encode("utf-8")).hexdigest()
 
 
 def _simhash_words(text: str) -> list[str]:
-    """Lowercased words without edge punctuation, a word repeated in a row counted once:
-    punctuation, case and "the the" typos then cost no bits at all."""
+    """Lowercased words without edge punctuation, a word repeated in a row counted once,
+    typography folded: punctuation, case, quote style and "the the" typos then cost no
+    bits at all."""
     words: list[str] = []
-    for raw in text.split():
+    for raw in fold_typography(text).split():
         w = raw.strip(_EDGE_PUNCT).lower()
         if w and (not words or words[-1] != w):
             words.append(w)
@@ -81,7 +97,9 @@ def word_diff(old: str, new: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     Aligned on the word sequences rather than compared as bags, so a word that moved (a
     `not` changing sentence) shows up in both.
     """
-    a, b = old.split(), new.split()
+    a, b = _middles(old.split(), new.split())
+    if len(a) + len(b) > _DIFF_MAX_WORDS:
+        return tuple(a), tuple(b)  # not aligned: a diff of words is quadratic
     removed: list[str] = []
     added: list[str] = []
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
@@ -148,9 +166,27 @@ _EDIT_MAX_SHARE = 0.05
 def _words_edited(old: str, new: str) -> int:
     """Words removed plus words added, on the simhash's view of the words (case, edge
     punctuation and repeated words do not count)."""
-    a, b = _simhash_words(old), _simhash_words(new)
+    a, b = _middles(_simhash_words(old), _simhash_words(new))
+    if len(a) + len(b) > _DIFF_MAX_WORDS:
+        return len(a) + len(b)  # no typo: not aligned (quadratic on repeated words)
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
     return sum((i2 - i1) + (j2 - j1) for op, i1, i2, j1, j2 in matcher.get_opcodes() if op != "equal")
+
+
+# Words between the common head and tail of two texts that `_words_edited` aligns; past
+# them, the edit is counted as every one of them (a rewrite). A diff of words is quadratic.
+_DIFF_MAX_WORDS = 2_000
+
+
+def _middles(a: list[str], b: list[str]) -> tuple[list[str], list[str]]:
+    """`a` and `b` without the words they start and end with in common."""
+    head = 0
+    while head < min(len(a), len(b)) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    return a[head : len(a) - tail], b[head : len(b) - tail]
 
 
 def _max_words_edited(old: str, new: str) -> int:

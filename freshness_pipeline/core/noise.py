@@ -12,12 +12,13 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from urllib.parse import urljoin
 
-from freshness_pipeline.core.blocks import split_blocks, structure
+from freshness_pipeline.core.blocks import code_spans, split_blocks, structure
 from freshness_pipeline.core.markdown import parser
 from freshness_pipeline.core.urls import strip_tracking
 
@@ -37,7 +38,9 @@ __all__ = [
 # 4: code as CommonMark reads it (core/blocks.py): indented code and fences in block quotes
 # or deep in list items are never rewritten, and stand apart as the result reads.
 # 5: a template block is the same text at the same place, never one holding code.
-NORMALIZER_VERSION = "5"
+# 6: link lists in <main> written by core/link_lists.py; typography folded in fingerprints
+# (core/fingerprint.py); escapes judged within a render budget.
+NORMALIZER_VERSION = "6"
 
 # --- lines, each code or not ---------------------------------------------------------------
 
@@ -174,6 +177,9 @@ _BUILD_LINE = re.compile(
     r"|\bbuild\s*(?:id|hash|number|no\.?)?\s*[:#]",
     re.IGNORECASE,
 )
+# A footer's build line is short; a paragraph saying "built with" is not one. The bound
+# also keeps `_BUILD_VOLATILE` (which rescans a token from each of its characters) linear.
+_BUILD_LINE_MAX = 300
 # In a build line: dates, hex ids, and every token holding a digit (times, counters, versions).
 _BUILD_VOLATILE = re.compile(rf"{_DATE}|\b[0-9a-f]{{7,64}}\b|[^\s,;()]*\d[^\s,;()]*", re.IGNORECASE)
 _COPYRIGHT_YEARS = re.compile(
@@ -188,15 +194,22 @@ def _build_stamp(page: _Page, url: str) -> _Page:
 
     def line(text: str) -> str:
         text = _COPYRIGHT_YEARS.sub(r"\1\2", text)
-        return _BUILD_VOLATILE.sub("", text) if _BUILD_LINE.search(text) else text
+        build = len(text) <= _BUILD_LINE_MAX and _BUILD_LINE.search(text)
+        return _BUILD_VOLATILE.sub("", text) if build else text
 
     return _map_prose(page, line)
 
 
 # A backslash before ASCII punctuation: a markdown escape (CommonMark 2.4).
 _ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
-_CODE_SPAN = re.compile(r"(`+).+?\1")
 _MAX_TRIES = 20  # escapes of one character tried one by one; past them, the rest are kept
+# Characters a block's tries may render, as a multiple of its length plus a floor: past it,
+# the escapes left are kept, so the rule stays linear in the block however many kinds of
+# escape it holds. A render of escape-dense text costs ~10 s a MB: a block longer than
+# _ESCAPES_MAX_CHARS (no paragraph a person wrote) keeps its escapes untried.
+_RENDER_BUDGET = 4
+_RENDER_FLOOR = 4_000
+_ESCAPES_MAX_CHARS = 20_000
 # Delimiters that pair up (emphasis, strikethrough, code, links): one of a pair going would
 # leave the other needed (`*all\\*`), so they go all at once or not at all.
 _PAIRED = ("*", "_", "~", "`", "[]", "()")
@@ -215,12 +228,14 @@ def _escapes(page: _Page, url: str) -> _Page:
 
 def _escape_positions(block: str, chars: str) -> list[int]:
     """Where `block` escapes one of `chars`, outside code spans."""
-    spans = [m.span() for m in _CODE_SPAN.finditer(block)]
-    return [
-        m.start()
-        for m in _ESCAPE.finditer(block)
-        if m.group(1) in chars and not any(a <= m.start() < b for a, b in spans)
-    ]
+    spans = code_spans(block)
+    starts = [a for a, _ in spans]
+
+    def in_code(at: int) -> bool:
+        i = bisect_right(starts, at) - 1
+        return i >= 0 and at < spans[i][1]
+
+    return [m.start() for m in _ESCAPE.finditer(block) if m.group(1) in chars and not in_code(m.start())]
 
 
 def _without(block: str, positions: list[int]) -> str:
@@ -230,23 +245,33 @@ def _without(block: str, positions: list[int]) -> str:
 
 
 def _unneeded_escapes_removed(block: str) -> str:
-    if "\\" not in block:
+    if "\\" not in block or len(block) > _ESCAPES_MAX_CHARS:
         return block
     rendered = parser().render(block)
     found = dict.fromkeys(m.group(1) for m in _ESCAPE.finditer(block))
     classes = [c for c in _PAIRED if any(ch in found for ch in c)]
     classes += [ch for ch in found if not any(ch in c for c in _PAIRED)]
+    budget = _RENDER_BUDGET * len(block) + _RENDER_FLOOR
+
+    def renders_same(candidate: str) -> bool | None:
+        """Whether `candidate` renders as the block does; None once the budget is spent."""
+        nonlocal budget
+        budget -= len(candidate)
+        return None if budget < 0 else parser().render(candidate) == rendered
+
     for chars in classes:
         at = _escape_positions(block, chars)
         if not at:
             continue
-        candidate = _without(block, at)
-        if parser().render(candidate) == rendered:
-            block = candidate
+        if (same := renders_same(_without(block, at))) is None:
+            break
+        if same:
+            block = _without(block, at)
         elif chars not in _PAIRED:
             for i in reversed(at[:_MAX_TRIES]):  # one at a time, from the end: no index moves
-                candidate = _without(block, [i])
-                if parser().render(candidate) == rendered:
+                if (same := renders_same(candidate := _without(block, [i]))) is None:
+                    return block
+                if same:
                     block = candidate
     return block
 
@@ -347,7 +372,7 @@ def _template_candidates(markdown: str) -> list[tuple[str, frozenset[str]]]:
     blocks = split_blocks(markdown)
     out = []
     for i, b in enumerate(blocks):
-        chrome = b.kind == "text" and _CODE_SPAN.search(b.text) is None
+        chrome = b.kind == "text" and not code_spans(b.text)
         fps = {block_fingerprint(b.text, f"top {i}"), block_fingerprint(b.text, f"end {len(blocks) - 1 - i}")}
         out.append((b.text, frozenset(fps) if chrome else frozenset()))
     return out

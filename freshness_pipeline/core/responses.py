@@ -17,7 +17,7 @@ from array import array
 from dataclasses import dataclass
 from http import HTTPStatus
 
-from freshness_pipeline.core.fingerprint import hamming, simhash
+from freshness_pipeline.core.fingerprint import fold_typography, hamming, simhash
 from freshness_pipeline.core.models import Outcome
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -67,7 +67,6 @@ _WALL_TEXT_RULES = _compile(
 )
 _H1 = re.compile(r"^#\s+(.+)$", re.MULTILINE)
 _PASSWORD_INPUT = re.compile(r"<input\b[^>]*\btype\s*=\s*[\"']?password\b", re.IGNORECASE)
-_URLISH = re.compile(r"\S*/\S*")  # paths and URLs: an error page echoes the one asked for
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +91,10 @@ class NotFoundTemplate:
 
 
 def _words(text: str) -> list[str]:
-    return _URLISH.sub(" ", text.casefold()).split()
+    """The words of a text, casefolded and typography folded, bar those holding a `/`
+    (paths and URLs: an error page echoes the one asked for). A split, not a regex: linear
+    on any token."""
+    return [w for w in fold_typography(text).casefold().split() if "/" not in w]
 
 
 def text_shape(text: str) -> str:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from freshness_pipeline.core.blocks import Block, split_blocks
-from freshness_pipeline.core.fingerprint import content_hash, simhash
+from freshness_pipeline.core.fingerprint import content_hash, fold_typography, simhash
 from freshness_pipeline.core.models import Section
 from freshness_pipeline.core.pieces import Piece, anchor, kept, list_items, render, table_rows
 from freshness_pipeline.core.retrieval import inline_text, retrieval_text
@@ -51,7 +51,9 @@ _SPLITS = (re.compile(r"(\n)"), re.compile(r"(?<=[.!?])(\s+)"))
 
 
 def section_key(url: str, heading_path: tuple[str, ...]) -> str:
-    return hashlib.sha1(f"{url}#{' > '.join(heading_path)}".encode()).hexdigest()
+    """The section's identity: its page and heading path, typography folded (a heading's
+    quote style is no other section)."""
+    return hashlib.sha1(f"{url}#{fold_typography(' > '.join(heading_path))}".encode()).hexdigest()
 
 
 def _headings_only(markdown: str) -> list[tuple[tuple[str, ...], list[Block]]]:

@@ -128,7 +128,7 @@ def crawl(ctx: SourceContext, *, run_id: str, tier: str | None = None, allow_mas
             fetched = progress.track(
                 _reusing(fetcher, targets, discovery), "fetch/extract", total=len(targets), unit="pages"
             )
-            jobs = _extract_jobs(fetched, results, tuple(src.noise.disabled_rules), login)
+            jobs = _extract_jobs(fetched, results, tuple(src.noise.disabled_rules), login, src.fetch.page_deadline_s)
             same: dict[str, tuple[str | None, str | None]] = {}
             new_texts: dict[str, tuple[str, str, bytes]] = {}
             min_chars = src.fetch.soft_404_min_chars
@@ -308,15 +308,19 @@ def _not_found_template(fetcher: Fetcher, targets: list[Target], src: Source) ->
 
 
 def _extract_jobs(
-    fetched: Iterator[FetchResult], results: list[FetchResult], disabled: tuple[str, ...], login: set[str]
+    fetched: Iterator[FetchResult],
+    results: list[FetchResult],
+    disabled: tuple[str, ...],
+    login: set[str],
+    deadline_s: float,
 ) -> Iterator[ExtractJob]:
-    """Jobs for the pages with a body; every result lands in `results`, without its body
-    (the URLs of pages showing a sign-in form land in `login`)."""
+    """Jobs for the pages with a body, each bound by the page deadline; every result lands
+    in `results`, without its body (the URLs of pages showing a sign-in form land in `login`)."""
     for res in fetched:
         if res.outcome is Outcome.OK:
             if has_login_form(res.html or ""):
                 login.add(res.url)
-            yield ExtractJob(res.url, res.html or "", disabled)
+            yield ExtractJob(res.url, res.html or "", disabled, deadline_s)
         results.append(replace(res, html=None, links=()))  # the body and links are done with
 
 

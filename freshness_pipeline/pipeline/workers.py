@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -35,6 +36,7 @@ class ExtractJob:
     url: str
     html: str
     disabled_rules: tuple[str, ...]
+    deadline_s: float | None = None  # `fetch.page_deadline_s`: processing past it is an error
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,14 +55,31 @@ def extract_one(job: ExtractJob) -> PageText:
     # back unchanged extracts none, and so does the code location's load (0.1 s each).
     from ..core.extract import extract
 
+    started = time.monotonic()
     try:
         page = extract(job.html, job.url)
         if page.error:
             return PageText(job.url, "", None, None, error=page.error)
-        md = normalize(page.markdown, url=job.url, disabled=job.disabled_rules)
+        if (late := _late(job, started)) is None:
+            md = normalize(page.markdown, url=job.url, disabled=job.disabled_rules)
+            late = _late(job, started)
+        if late is not None:
+            return PageText(job.url, "", None, None, error=late)
         return PageText(job.url, md, page.title, page.date)
     except Exception as exc:  # one broken page never fails a run
         return PageText(job.url, "", None, None, error=f"extraction failed: {exc!r}"[:500])
+
+
+def _late(job: ExtractJob, started: float) -> str | None:
+    """Why the page's text is not used when its processing outlasted its deadline: the
+    page is flagged and keeps its last text (checked between stages: a stage is not cut)."""
+    spent = time.monotonic() - started
+    if job.deadline_s is None or spent <= job.deadline_s:
+        return None
+    return (
+        f"processing the page took {spent:.1f}s, over fetch.page_deadline_s ({job.deadline_s:g}s): "
+        "not read (a page with text keeps it)"
+    )
 
 
 class Cut(NamedTuple):

@@ -98,3 +98,30 @@ def test_a_link_target_edit_embeds_nothing_and_shows_the_new_link(
         (hit,) = json.loads(fr.cli("search", text, "-k", "1", "--json"))
         assert hit["text"] == record["text"] and hit["as_of"] == "2025-05-06" and hit["start"] is not None
         assert "as of 2025-05-06" in fr.cli("search", text, "-k", "1")
+
+
+def test_a_redeploy_turning_curly_quotes_straight_embeds_nothing(dagster_home: Path) -> None:
+    """Smart quotes switched off (or on) between builds: the same words to embed, so no
+    embedding and no change spike; the records show the text as now served."""
+    rng = random.Random(5)
+    curly = {
+        f"guide/p{i}.md": f"# Page {i}\n\n## It’s “quoted”\n\n{paragraph(rng, 40)} It’s the “smart” one – or…"
+        f" — so they’re said.\n\n## Other\n\n{paragraph(rng, 40)} Don’t.\n"
+        for i in range(20)
+    }
+    straight = {
+        rel: md.replace("’", "'").replace("“", '"').replace("”", '"').replace("–", "--").replace("…", "...")
+        for rel, md in curly.items()
+    }
+    straight = {rel: md.replace("—", "---") for rel, md in straight.items()}
+    with DocsSite() as site:
+        fr = Freshness(dagster_home / "sources.yaml", site.sitemap_url)  # default checks: the spike guard on
+        site.publish(curly)
+        assert fr.run()["embedded"] == 40
+        for _ in range(2):  # quiet runs: the spike check's history
+            assert quiet(fr.run()) == (0, 0, 0, 0)
+        site.publish(straight)
+        counts = fr.run()  # success is asserted by the driver: no check blocked it
+        assert counts["embedded"] == counts["upserted"] == counts["deleted"] == 0 and not counts["checks"], counts
+        texts = " ".join(r["text"] for r in fr.dump())
+        assert 'It\'s the "smart" one -- or...' in texts and "’" not in texts
