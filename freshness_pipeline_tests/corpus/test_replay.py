@@ -114,7 +114,7 @@ def test_replay_embeds_exactly_what_changed(name: str, corpora: Path, dagster_ho
                 assert_noise_reaches_extraction(site, build)
                 started = time.time()
                 counts = fr.run()
-                truth, was_held = oracle(site.base_url, rev.docs, dates, before), bool(holds.held)
+                truth, was_held = oracle(site.base_url, rev.docs, dates), bool(holds.held)
                 truth = holds.run(
                     before, truth, served_texts(site, rev.docs), clean_texts(site.base_url, rev.docs, dates)
                 )
