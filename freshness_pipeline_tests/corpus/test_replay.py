@@ -1,4 +1,5 @@
-"""Replay the real docs histories of httpx, Starlette (mkdocs) and Flask (Sphinx HTML) through `freshness run`.
+"""Replay the real docs histories of httpx, Starlette (mkdocs), Flask (Sphinx HTML) and
+WebdriverIO (Docusaurus HTML) through `freshness run`.
 
 For each revision r0 -> r9, served with fresh build noise: the run writes exactly the
 sections whose normalized text changed since the previous revision, embeds only texts it
