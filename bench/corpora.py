@@ -15,7 +15,7 @@ from pathlib import Path
 from freshness_pipeline.demo.render import dress, page_path, render, title_of
 from freshness_pipeline.demo.server import load_built, load_folder
 
-CORPORA = ("httpx", "starlette", "flask")  # mkdocs markdown, mkdocs markdown, Sphinx HTML
+CORPORA = ("httpx", "starlette", "flask", "webdriverio")  # mkdocs markdown (2), Sphinx HTML, Docusaurus HTML
 REPO = Path(__file__).resolve().parents[1]
 
 # Rotated per build, the same on every page of a build, like a real "tip of the day".

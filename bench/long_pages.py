@@ -150,10 +150,9 @@ def run(steps: int, seed: int, embedder: str, home: Path) -> dict[str, Figures]:
         lc = LangChainPeer(home / page.title, None)
         fig = out[page.title] = Figures()
         seen: set[str] = set()
-        sections: list[Section] = []
         for step in range(steps + 1):
             touched = page.revise() if step else set()
-            sections = segment(page.url, page.markdown(), budget=spec.budget, count=count, previous=sections)
+            sections = segment(page.url, page.markdown(), budget=spec.budget, count=count)
             fresh = {s.content_hash: len(s.embed_text) for s in sections if s.content_hash not in seen}
             seen |= fresh.keys()
             before = lc.tally.chars

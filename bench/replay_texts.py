@@ -24,7 +24,6 @@ from bench.corpora import CORPORA, clean_page, corpora_root, first_seen, load_re
 from freshness_pipeline.adapters.embedders.tokenizer import tokenizer_for
 from freshness_pipeline.config import ChunkPolicy, EmbedderConfig
 from freshness_pipeline.core.extract import extract
-from freshness_pipeline.core.models import Section
 from freshness_pipeline.core.noise import normalize
 from freshness_pipeline.core.segment import segment
 from freshness_pipeline.core.urls import normalize_url
@@ -39,26 +38,26 @@ def replay(corpus: str, provider: str) -> list[tuple[int, int, int]]:
     count = spec.counter()
     revisions = load_revisions(corpora_root() / corpus)
     dates = first_seen(revisions)
-    indexed: dict[str, tuple[str, list[Section]]] = {}  # path -> (its markdown, its sections)
+    pages: dict[tuple[str, str], dict[str, str]] = {}  # (path, markdown) -> hash -> retrieval text
     seen: set[str] = set()
     out = []
     for rev in revisions:
         texts: dict[str, str] = {}
         sections = 0
         for rel, source in rev.docs.items():
-            if indexed.get(rel, ("", []))[0] != source:
+            if (rel, source) not in pages:
                 url = normalize_url(BASE + page_path(rel))
                 page = extract(clean_page(rel, source, dates[rel]), url)
                 markdown = normalize(page.markdown, url=url)
-                previous = indexed.get(rel, ("", []))[1]
-                indexed[rel] = source, segment(url, markdown, budget=spec.budget, count=count, previous=previous)
-            made = indexed[rel][1]
-            sections += len(made)
-            texts |= {s.content_hash: s.embed_text for s in made}
+                made = segment(url, markdown, budget=spec.budget, count=count)
+                pages[(rel, source)] = {s.content_hash: s.embed_text for s in made}
+                sections += len(made)
+            else:
+                sections += len(pages[(rel, source)])
+            texts |= pages[(rel, source)]
         new = {h: t for h, t in texts.items() if h not in seen}
         out.append((sections, len(new), sum(len(t) for t in new.values())))
         seen |= texts.keys()
-        indexed = {rel: page for rel, page in indexed.items() if rel in rev.docs}  # a page gone is cut afresh
     return out
 
 

@@ -72,9 +72,8 @@ class Section:
     page_date: str | None = None  # the page's declared date ("YYYY-MM-DD") when segmented
     title: str | None = None  # the page's title
     as_of: str | None = None  # declared date when the text last changed, else month first seen
-    # Which chunk of its section it is, by content: "0" for a section that fits in one chunk
-    # (kept as one of its chunks once it grows past the budget), else the fingerprint of its
-    # first piece (core/pieces.py); not given: its `chunk_index`.
+    # Which chunk of its section it is, by content: "0" for a section in one chunk, else the
+    # fingerprint of its first piece's words (core/pieces.py); not given: its `chunk_index`.
     anchor: str = ""
 
     def __post_init__(self) -> None:

@@ -4,11 +4,12 @@ A section is the text under one heading (`#` or underlined, outside lists and bl
 quotes: `core/blocks.py`), keyed by page URL + heading path: its key never depends on its
 text, on its position, or on the other sections' text. A section whose retrieval text
 (heading path included) is over the token budget, counted with the embedder's own
-tokenizer, is split into chunks: nothing is ever truncated by the model. The chunks it had
-when it was indexed that its text still makes are kept as they were, and only the text
-between them is cut again (`core/pieces.py`); a chunk's id is its section key and the
-fingerprint of its first piece. An edit in a long section re-embeds the chunk that holds
-it, wherever it sits, not every chunk after it.
+tokenizer, is split into chunks, deterministically: nothing is ever truncated by the model.
+Where it is split depends on the content around each cut, not on the cut's position
+(`core/boundaries.py`), and a chunk's id on its first piece (`core/pieces.py`): an edit in
+a long section re-embeds the chunks of its first-level group and at most one neighbour,
+not every chunk after it. A page's sections depend only on its text and the settings:
+nothing here reads the index.
 """
 
 from __future__ import annotations
@@ -16,38 +17,37 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from freshness_pipeline.core.blocks import Block, split_blocks
+from freshness_pipeline.core.boundaries import spans
 from freshness_pipeline.core.fingerprint import content_hash, fold_typography, simhash
 from freshness_pipeline.core.models import Section
-from freshness_pipeline.core.pieces import Piece, anchor, kept, list_items, render, table_rows
+from freshness_pipeline.core.pieces import Piece, anchor, list_items, render, table_rows, words
 from freshness_pipeline.core.retrieval import inline_text, retrieval_text
 from freshness_pipeline.core.tokens import get_encoding
 
 __all__ = ["CHUNKER_VERSION", "TokenCount", "section_key", "segment"]
 
-# Bump whenever a text cut with the same indexed chunks would come out in other keys, chunks
-# or embed texts.
-# 2: embed text is the retrieval text (no "as of" header, links or markup); the budget is
-# counted on it, heading path included, with the embedder's tokenizer.
-# 3: a page whose only text is its headings is one section of them.
-# 4: headings as CommonMark reads them (core/blocks.py): underlined ones start sections,
-# `#` lines in list items, block quotes and html blocks do not; a heading's text is its
-# inline markdown's words, as the body's (entities decoded, `_` emphasis gone).
-# 5: a section over the budget keeps the chunks it was indexed with that still stand
-# (core/pieces.py), a table row starting a chunk brings the table's header, and a chunk's
-# id is its section key and content anchor. Cut afresh, a long section is packed as 4 packed
-# it but for the repeated table headers: the re-index embeds 0-7% of a shipped corpus's
-# characters at 400 cl100k tokens, 0-11% at the local model's 256 wordpieces (the embedding
-# cache keeps the rest); for a 10,000-page site, that share of its first index's embedding.
-CHUNKER_VERSION = "5"
+# Bump whenever keys, chunk boundaries or embed texts would come out differently. What this
+# version cuts: headings as CommonMark reads them (core/blocks.py), a page of headings alone
+# as one section of them; embed text is the retrieval text (heading path, words; no links or
+# markup), counted against the budget with the embedder's tokenizer; a section over the
+# budget is cut where its pieces' words say (core/boundaries.py), a table row starting a
+# chunk brings the table's header, and a chunk's id is its section key and content anchor.
+# A page's chunks depend on its text and the chunking settings alone.
+CHUNKER_VERSION = "6"
 
 TokenCount = Callable[[str], int]  # tokens of a text, as the embedder will count them
 
 # Where an oversized block is cut, coarsest first: lines (list items, code), then sentences.
 _SPLITS = (re.compile(r"(\n)"), re.compile(r"(?<=[.!?])(\s+)"))
+
+# In a long section, runs between content-defined cuts average a third of the budget after
+# the heading path, and a run under half that joins the next: chunks come out at about half
+# the budget, and an edit re-embeds about that much.
+TARGET_SHARE = 3
 
 
 def section_key(url: str, heading_path: tuple[str, ...]) -> str:
@@ -113,12 +113,11 @@ class _Chunk:
 class _Chunker:
     """Cuts a section body into chunks whose retrieval text is at most `budget` tokens.
 
-    A body over the budget keeps the chunks it had when indexed that its pieces still make
-    (`core/pieces.py`); the pieces between them are packed into as few chunks as fit, on
-    estimated sizes (each piece counted once, plus one token per joint). Every new chunk is
-    then counted exactly, and one that markup across pieces made too long is packed again
-    with an exact count per step. A 2,000-item list then costs one count per item, not one
-    per item per chunk.
+    A body over the budget is cut between its pieces where their words say
+    (`core/boundaries.py`), on estimated sizes (each piece counted once, plus one token
+    per joint); every chunk is then counted exactly, and one that markup across pieces
+    made too long is cut again with an exact count per step. A 2,000-item list then costs
+    one count per item, not one per item per chunk.
     """
 
     def __init__(self, budget: int, count: TokenCount, heading_path: tuple[str, ...]) -> None:
@@ -129,6 +128,7 @@ class _Chunker:
         self.base = self.count("")  # the heading path (and a model's special tokens)
         if self.base > budget - 4:  # a heading path alone must leave room for words
             raise ValueError(f"heading {' > '.join(heading_path)!r} alone is over the {budget}-token budget")
+        self.target = max(1.0, (budget - self.base) / TARGET_SHARE)
 
     def measure(self, markdown: str) -> tuple[str, int]:
         """(retrieval text, its tokens) of a chunk's markdown, each computed once."""
@@ -143,54 +143,33 @@ class _Chunker:
     def fits(self, markdown: str) -> bool:
         return self.count(markdown) <= self.budget
 
-    def chunks(self, blocks: list[Block], previous: Sequence[tuple[str, str]]) -> list[_Chunk]:
-        """The chunks of a section body: one, anchored "0", when it fits. Else the chunks of
-        `previous` ((anchor, markdown) as indexed) that still stand, and the pieces between
-        them packed afresh, each new chunk anchored by its first piece ("~2", "~3" when
-        that anchor is taken)."""
+    def chunks(self, blocks: list[Block]) -> list[_Chunk]:
+        """The chunks of a section body; one (anchored "0") when it fits, else anchored by
+        the fingerprint of their first piece's words ("~2", "~3" on a repeat)."""
         body = "\n\n".join(b.text for b in blocks)
         if self.fits(body):
             return [_Chunk(body, "0")]
         pieces = [p for i, block in enumerate(blocks) for p in self._block_pieces(block, i)]
-        stand = [(a, b, name) for a, b, name in kept(pieces, previous) if self.fits(render(pieces[a:b]))]
-        cuts: list[tuple[int, int, str]] = []
-        end = 0
-        for a, b, name in [*stand, (len(pieces), len(pieces), "")]:
-            cuts += [(x, y, "") for x, y in self._pack(pieces, end, a)]
-            cuts += [(a, b, name)] if a < b else []
-            end = b
-        taken = {name for _, _, name in stand}
-        out: list[_Chunk] = []
-        for a, b, name in cuts:
-            if not name:
-                name = first = anchor(pieces[a])
-                while name in taken:
-                    name = f"{first}~{int(name.partition('~')[2] or 1) + 1}"
-                taken.add(name)
-            out.append(_Chunk(render(pieces[a:b]), name))
-        return out
+        fps = [words(p) for p in pieces]  # markup-only edits move no cut
+        sizes, header = [], []  # tokens of each piece in a chunk; of its header, if it starts one
+        for i, p in enumerate(pieces):
+            own = self.count(p.opening(None)) - self.base + 1
+            repeated = self.count(p.header) - self.base + 1 if p.header and pieces[i - 1].table == p.table else 0
+            sizes.append(max(1, own - repeated))
+            header.append(repeated)
 
-    def _pack(self, pieces: list[Piece], start: int, end: int) -> list[tuple[int, int]]:
-        """Pieces [start, end) packed into as few chunks as fit, in order."""
-        if start == end:
-            return []
-        if self.fits(render(pieces[start:end])):
-            return [(start, end)]
-        spans: list[tuple[int, int]] = []
-        a, used = start, 0
-        for i in range(start, end):
-            if i > a:
-                more = self.count(pieces[i].opening(pieces[i - 1])) - self.base + 1  # one token per joint
-                if used + more <= self.budget:
-                    used += more
-                    continue
-                spans.append((a, i))
-                a = i
-            used = self.count(pieces[i].opening(None))
-        spans.append((a, end))
-        out: list[tuple[int, int]] = []
-        for a, b in spans:
-            out += [(a, b)] if self.fits(render(pieces[a:b])) else self._exact(pieces, a, b)
+        def fits(start: int, end: int) -> bool:  # estimated
+            return self.base + header[start] + sum(sizes[start:end]) <= self.budget
+
+        cuts: list[tuple[int, int]] = []
+        for a, b in spans(fps, sizes, fits, self.target, self.target / 2):
+            cuts += [(a, b)] if self.fits(render(pieces[a:b])) else self._exact(pieces, a, b)
+        out: list[_Chunk] = []
+        seen: Counter[str] = Counter()
+        for a, b in cuts:
+            name = anchor(fps[a])
+            seen[name] += 1
+            out.append(_Chunk(render(pieces[a:b]), name if seen[name] == 1 else f"{name}~{seen[name]}"))
         return out
 
     def _exact(self, pieces: list[Piece], start: int, end: int) -> list[tuple[int, int]]:
@@ -204,10 +183,10 @@ class _Chunker:
         return [*out, (a, end)]
 
     def _block_pieces(self, block: Block, index: int) -> Iterator[Piece]:
-        """A block's pieces: whole when it fits, else a table by rows (each knowing its
-        header), a list by items, anything else cut (`_pieces`)."""
+        """A block's pieces: a table over the target by rows (each knowing its header), a
+        list over it by items, anything else whole when it fits, else cut (`_pieces`)."""
         text = block.text
-        if block.kind == "code" or self.fits(text):
+        if block.kind == "code" or self.count(text) - self.base <= self.target:
             yield from self._pieces(text)
         elif (table := table_rows(text)) is not None and self.fits(table[0]):
             head, rows = table
@@ -276,22 +255,16 @@ def segment(
     budget: int = 400,
     encoding: str = "cl100k_base",
     count: TokenCount | None = None,
-    previous: Iterable[Section] = (),
 ) -> list[Section]:
     """The sections of one page's normalized markdown, each chunk's retrieval text at most
     `budget` tokens as `count` measures them (default: `encoding`, a tiktoken encoding).
 
     `url` must be the page's normalized URL: it is part of every key. `page_date` (the
     page's declared date) and `title` are payload: they never change what is embedded.
-    `previous` are the page's sections as indexed: a section over the budget keeps those of
-    its chunks that its text still makes (none given: every section is cut afresh).
     """
     if budget < 8:
         raise ValueError(f"budget must be at least 8 tokens, got {budget}")
     count = count or tiktoken_counter(encoding)
-    indexed: dict[str, list[tuple[str, str]]] = {}  # key -> (anchor, markdown) of its chunks in order
-    for s in sorted(previous, key=lambda s: s.chunk_index):
-        indexed.setdefault(s.key, []).append((s.anchor, s.text))
     out: list[Section] = []
     ordinal = 0
     for path, blocks in _sections(markdown) or _headings_only(markdown):
@@ -300,7 +273,7 @@ def segment(
             continue
         key = section_key(url, path)
         chunker = _Chunker(budget, count, path)
-        for index, chunk in enumerate(chunker.chunks(blocks, indexed.get(key, ()))):
+        for index, chunk in enumerate(chunker.chunks(blocks)):
             text = chunk.text
             embed_text, tokens = chunker.measure(text)
             out.append(

@@ -63,6 +63,11 @@ def render(
 </body></html>"""
 
 
+# Where a built page's main text and footer open: Sphinx (alabaster), then Docusaurus.
+_MAIN_OPENINGS = ('role="main">', '<div class="theme-doc-markdown markdown">')
+_FOOTER_OPENINGS = ('<div class="footer">', '<footer class="theme-layout-footer footer footer--dark">')
+
+
 def dress(
     page: str,
     *,
@@ -72,17 +77,25 @@ def dress(
     date: str | None = None,
     related: str | None = None,
 ) -> str:
-    """A page a site generator built (Sphinx: `role="main"`, `class="footer"`) with the same
-    noise `render` adds: the tip and the "last updated" line atop the main text, the build
-    stamp in the footer, the declared date in the head."""
+    """A page a site generator built (Sphinx or Docusaurus) with the same noise `render`
+    adds: the tip and the "last updated" line atop the main text, the build stamp in the
+    footer, the declared date in the head."""
     tip_block = f'<div class="tip-of-the-day"><p>Tip of the day: {html.escape(tip)}</p></div>' if tip else ""
     top = tip_block + (f"<p>Last updated: {html.escape(updated)}</p>" if updated else "") + _related(related)
     if top:
-        page = page.replace('role="main">', f'role="main">{top}', 1)
+        page = _after_first(page, _MAIN_OPENINGS, top)
     if build:
-        page = page.replace('<div class="footer">', f'<div class="footer"><p>Built {html.escape(build)}</p>', 1)
+        page = _after_first(page, _FOOTER_OPENINGS, f"<p>Built {html.escape(build)}</p>")
     if date:
         page = page.replace("</head>", f'<meta name="date" content="{html.escape(date)}"></head>', 1)
+    return page
+
+
+def _after_first(page: str, openings: tuple[str, ...], text: str) -> str:
+    """`text` placed right after the first of `openings` the page has (none: unchanged)."""
+    for opening in openings:
+        if opening in page:
+            return page.replace(opening, opening + text, 1)
     return page
 
 

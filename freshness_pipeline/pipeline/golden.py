@@ -29,7 +29,6 @@ from ..core.urls import normalize_url
 from ..core.versions import namespace, page_signature, template_hash
 from .context import SourceContext
 from .search import ranked
-from .sections import indexed_sections
 from .workers import SegmentJob, segment_one
 
 DEPTH = 10  # results read per query (MRR looks this far)
@@ -151,24 +150,21 @@ def stale_ids(
         sig = page_signature(page.text_hash, page.title, template_hash(blocks), ctx.versions)
         if not (manifest_is_index and sig == page.indexed_signature):
             todo.append(url)
-    live = current(todo) if current is not None else _segmented(ctx, todo, pages, blocks, run_id, manifest_is_index)
+    live = current(todo) if current is not None else _segmented(ctx, todo, pages, blocks, run_id)
     for url in todo:
         stale.update(h.id for h in by_url[url] if live.get(h.id) != h.metadata.get("content_hash"))
     return stale
 
 
 def _segmented(
-    ctx: SourceContext, urls: list[str], pages: dict[str, PageRow], blocks: list[str], run_id: str | None, reuse: bool
+    ctx: SourceContext, urls: list[str], pages: dict[str, PageRow], blocks: list[str], run_id: str | None
 ) -> dict[str, str]:
-    """Record id -> content hash of these pages' sections, segmented again as a refresh
-    would: keeping the chunks of their indexed sections that still stand (`reuse`)."""
+    """Record id -> content hash of these pages' sections, segmented again."""
     out: dict[str, str] = {}
-    indexed = indexed_sections(ctx, urls) if reuse else {}
     for url in urls:
         page = pages[url]
         md = ctx.store.pages.markdown(ctx.name, [url], run_id=run_id).get(url, "")
-        job = SegmentJob(url, md, page.page_date, page.title, frozenset(blocks), ctx.tokenizer, indexed.get(url, ()))
-        _, sections = segment_one(job)
+        _, sections = segment_one(SegmentJob(url, md, page.page_date, page.title, frozenset(blocks), ctx.tokenizer))
         if not isinstance(sections, str):
             out.update((s.id, s.content_hash) for s in sections.sections)
     return out

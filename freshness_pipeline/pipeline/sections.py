@@ -16,7 +16,6 @@ as the pool segments.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 
@@ -90,7 +89,11 @@ def _stage(
     out.gone_pages = len(gone)
     blocks = frozenset(template_blocks)
     texts = ctx.store.pages.iter_markdown(src.name, sorted(dirty), run_id=out.run_id)  # by chunks, not all at once
-    results = parallel_map(segment_one, _jobs(ctx, texts, pages, fresh, blocks, reuse=not out.reindex_reason))
+    jobs = (
+        SegmentJob(url, md, pages[url].page_date, pages[url].title, _blocks(pages[url], fresh, blocks), ctx.tokenizer)
+        for url, md in texts
+    )
+    results = parallel_map(segment_one, jobs)
     while part := list(islice(results, STAGE_BATCH)):
         sections: list[Section] = []
         decided: list[StagedPage] = []
@@ -105,34 +108,6 @@ def _stage(
         staging.add_sections(src.name, out.run_id, sections)
         staging.add_pages(src.name, out.run_id, decided)
         out.sections += len(sections)
-
-
-def _jobs(
-    ctx: SourceContext,
-    texts: Iterator[tuple[str, str]],
-    pages: dict[str, PageRow],
-    fresh: set[str],
-    blocks: frozenset[str],
-    *,
-    reuse: bool,
-) -> Iterator[SegmentJob]:
-    """A job per page, with its sections as indexed (`reuse`), read a batch at a time: a
-    long section keeps the chunks of them that still stand. A re-index cuts every page
-    afresh, as the version it follows may have cut them otherwise."""
-    while part := list(islice(texts, STAGE_BATCH)):
-        indexed = indexed_sections(ctx, [url for url, _ in part]) if reuse else {}
-        for url, md in part:
-            page, own = pages[url], indexed.get(url, ())
-            yield SegmentJob(url, md, page.page_date, page.title, _blocks(page, fresh, blocks), ctx.tokenizer, own)
-
-
-def indexed_sections(ctx: SourceContext, urls: list[str]) -> dict[str, tuple[Section, ...]]:
-    """url -> the page's sections as the committed manifest holds them (what a refresh cuts
-    a changed page with)."""
-    out: dict[str, list[Section]] = {}
-    for s in ctx.store.manifest.sections(ctx.source.name, urls) if urls else ():
-        out.setdefault(s.url, []).append(s)
-    return {url: tuple(sections) for url, sections in out.items()}
 
 
 def _blocks(page: PageRow, fresh: set[str], blocks: frozenset[str]) -> frozenset[str]:

@@ -47,7 +47,6 @@ class SegmentJob:
     title: str | None
     template_blocks: frozenset[str]
     tokenizer: TokenizerSpec
-    indexed: tuple[Section, ...] = ()  # the page's sections as indexed: their chunks that still stand are kept
 
 
 def extract_one(job: ExtractJob) -> PageText:
@@ -94,15 +93,7 @@ def segment_one(job: SegmentJob) -> tuple[str, Cut | str]:
         md = normalize(job.markdown, url=job.url, disabled=RULES.keys())
         md, stripped = strip_template_blocks(md, job.template_blocks)
         t = job.tokenizer
-        sections = segment(
-            job.url,
-            md,
-            page_date=job.page_date,
-            title=job.title,
-            budget=t.budget,
-            count=t.counter(),
-            previous=job.indexed,
-        )
+        sections = segment(job.url, md, page_date=job.page_date, title=job.title, budget=t.budget, count=t.counter())
         return job.url, Cut(sections, stripped)
     except Exception as exc:
         return job.url, f"segmentation failed: {exc!r}"[:500]

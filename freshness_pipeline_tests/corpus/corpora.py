@@ -33,19 +33,12 @@ __all__ = ["CORPORA", "TIPS", "Revision", "build_noise", "first_seen", "load_rev
 __all__ += ["Diff", "NearEmptyHolds", "clean_texts", "expected_diff", "oracle", "served_texts"]
 
 
-def oracle(
-    base_url: str, docs: Mapping[str, str], dates: Mapping[str, str], indexed: Mapping[str, Section] | None = None
-) -> dict[str, Section]:
-    """id -> section of every section the index must hold for `docs`, from clean pages,
-    given what the index held before (`indexed`: a long section keeps those of its chunks
-    that still stand, as a refresh cuts it)."""
-    pages: dict[str, list[Section]] = {}
-    for s in (indexed or {}).values():
-        pages.setdefault(s.url, []).append(s)
+def oracle(base_url: str, docs: Mapping[str, str], dates: Mapping[str, str]) -> dict[str, Section]:
+    """id -> section of every section the index must hold for `docs`, from clean pages."""
     out: dict[str, Section] = {}
     for rel, text in docs.items():
         url = normalize_url(base_url + page_path(rel))
-        for s in _page_oracle(url, rel, text, dates[rel], tuple(pages.get(url, ()))):
+        for s in _page_oracle(url, rel, text, dates[rel]):
             assert s.id not in out, f"oracle: two sections with id {s.id} ({url} {s.heading})"
             out[s.id] = s
     return out
@@ -75,13 +68,12 @@ def _clean_text(url: str, rel: str, text: str, date: str) -> str:
 
 
 @lru_cache(maxsize=1024)
-def _page_oracle(url: str, rel: str, text: str, date: str, indexed: tuple[Section, ...]) -> tuple[Section, ...]:
+def _page_oracle(url: str, rel: str, text: str, date: str) -> tuple[Section, ...]:
     """One clean page's sections; cached, as most pages are the same from one revision to the
     next (the text core is a pure function of these arguments)."""
     chunking = ChunkPolicy()
     markdown = _clean_text(url, rel, text, date)
-    budget, encoding = chunking.token_budget, chunking.encoding
-    return tuple(segment(url, markdown, page_date=date, budget=budget, encoding=encoding, previous=indexed))
+    return tuple(segment(url, markdown, page_date=date, budget=chunking.token_budget, encoding=chunking.encoding))
 
 
 @dataclass

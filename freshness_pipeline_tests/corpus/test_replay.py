@@ -1,4 +1,5 @@
-"""Replay the real docs histories of httpx, Starlette (mkdocs) and Flask (Sphinx HTML) through `freshness run`.
+"""Replay the real docs histories of httpx, Starlette (mkdocs), Flask (Sphinx HTML) and
+WebdriverIO (Docusaurus HTML) through `freshness run`.
 
 For each revision r0 -> r9, served with fresh build noise: the run writes exactly the
 sections whose normalized text changed since the previous revision, embeds only texts it
@@ -114,7 +115,7 @@ def test_replay_embeds_exactly_what_changed(name: str, corpora: Path, dagster_ho
                 assert_noise_reaches_extraction(site, build)
                 started = time.time()
                 counts = fr.run()
-                truth, was_held = oracle(site.base_url, rev.docs, dates, before), bool(holds.held)
+                truth, was_held = oracle(site.base_url, rev.docs, dates), bool(holds.held)
                 truth = holds.run(
                     before, truth, served_texts(site, rev.docs), clean_texts(site.base_url, rev.docs, dates)
                 )
