@@ -23,6 +23,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from .core.cadence import Cadence
 from .core.lifecycle import LifecyclePolicy
+from .core.quarantine import DEFAULT_RULES, Kind, Rule, Rules
 from .core.responses import ResponseRules
 from .core.spike import SpikeRule
 from .core.tiers import TierRules
@@ -120,6 +121,51 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
+class QuarantineRule(_Strict):
+    """One row of the quarantine's table (`core/quarantine.py`); a key left out keeps the
+    kind's default."""
+
+    share: Share | None  # held when more than this share of the pages fetched show it; null: always
+    confirm: Annotated[int, Field(strict=True, ge=0, le=100)] | None  # runs seeing the same again; null: never
+    release: bool  # `freshness release` takes it
+
+
+def _rule(kind: Kind) -> QuarantineRule:
+    r = DEFAULT_RULES[kind]
+    return QuarantineRule(share=r.share, confirm=r.confirm, release=r.releasable)
+
+
+_RULED = (Kind.GONE, Kind.NEAR_EMPTY, Kind.REWRITTEN, Kind.COLLAPSED, Kind.REDIRECTED)
+
+
+class QuarantinePolicy(_Strict):
+    """`fetch.quarantine`: the rules of the kinds a setting can move (docs/change-detection.md)."""
+
+    min_pages: Annotated[int, Field(strict=True, ge=2)] = 2  # fewer at once: a share rule never holds
+    gone: QuarantineRule = _rule(Kind.GONE)
+    near_empty: QuarantineRule = _rule(Kind.NEAR_EMPTY)
+    rewritten: QuarantineRule = _rule(Kind.REWRITTEN)
+    collapsed: QuarantineRule = _rule(Kind.COLLAPSED)
+    redirected: QuarantineRule = _rule(Kind.REDIRECTED)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _over_defaults(cls, data: object) -> object:
+        """A kind's keys given over its defaults."""
+        if not isinstance(data, dict):
+            return data
+        out = dict(data)
+        for kind in _RULED:
+            if isinstance(given := data.get(kind.value), dict):
+                out[kind.value] = {**_rule(kind).model_dump(), **given}
+        return out
+
+    def rules(self, missing_after: int) -> Rules:
+        table = {k: Rule(r.share, r.confirm, r.release) for k in _RULED for r in [getattr(self, k.value)]}
+        table[Kind.MISSING] = Rule(None, missing_after - 1, False)
+        return Rules({**DEFAULT_RULES, **table}, self.min_pages)
+
+
 class FetchPolicy(_Strict):
     """How to crawl one source politely and what each HTTP answer means."""
 
@@ -137,8 +183,6 @@ class FetchPolicy(_Strict):
     # Crawls in a row a known page may be unlisted and unanswered before it is gone; an
     # unlisted page that still answers 200 is never gone (core/lifecycle.py).
     missing_after: Count = 3
-    # More live pages than this share of those fetched (and `min_outage_pages`) answering 404/410
-    max_gone_share: Share = 0.2  # in one crawl is an outage signature: held until the next run agrees
     soft_404_min_chars: NonNegInt = 200  # a page that had more text and drops under this is flagged
     keep_query_params: list[str] = Field(default_factory=list)  # e.g. ["version"]
     drop_query: bool = True  # drop every other query parameter
@@ -153,13 +197,8 @@ class FetchPolicy(_Strict):
     # Private, link-local and cloud-metadata addresses are refused unless this is set;
     # loopback is always allowed (tests, the demo).
     allow_private_addresses: bool = False
-    # More than this share of one run's fetched pages redirecting to one URL is an outage
-    # (a maintenance page): they are held as errors, even with the spike override.
-    max_redirect_share: Share = 0.5
-    # More than this share of them turning into text unlike their own last text (a
-    # maintenance page served with 200, varying per URL or not) is one too: held the same way.
-    max_rewritten_share: Share = 0.2
-    min_outage_pages: Annotated[int, Field(strict=True, ge=2)] = 2  # fewer gone or rewritten at once: never held
+    # When a page's new answer is held instead of taken (core/quarantine.py)
+    quarantine: QuarantinePolicy = QuarantinePolicy()
 
     def response_rules(self) -> ResponseRules:
         return ResponseRules(max_bytes=self.max_bytes, soft_404_min_chars=self.soft_404_min_chars)
@@ -167,10 +206,7 @@ class FetchPolicy(_Strict):
     def lifecycle_rules(self) -> LifecyclePolicy:
         return LifecyclePolicy(
             missing_after=self.missing_after,
-            max_gone_share=self.max_gone_share,
-            max_redirect_share=self.max_redirect_share,
-            max_rewritten_share=self.max_rewritten_share,
-            min_outage_pages=self.min_outage_pages,
+            rules=self.quarantine.rules(self.missing_after),
             soft_404_min_chars=self.soft_404_min_chars,
         )
 

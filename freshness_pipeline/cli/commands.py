@@ -161,6 +161,34 @@ def run(
 
 @app.command(
     cls=_Command,
+    help="refresh with the pages the quarantine holds taken as they now read: those of --kind, the URLs "
+    "given, or (neither) every held page of the source; the run is tagged freshness/release",
+    epilog=RUN_HELP,
+)
+def release(
+    ctx: typer.Context,
+    pages: Annotated[list[str] | None, typer.Argument(metavar="[URL]...", help="held pages to take")] = None,
+    source: Only = None,
+    kinds: Annotated[
+        list[str] | None,
+        typer.Option("--kind", metavar="KIND", help="take the held pages of this kind (gone, rewritten, ...)"),
+    ] = None,
+    as_json: Annotated[bool, _json("one JSON object per source")] = False,
+    sources: SourcesFile = None,
+) -> int:
+    index = _index(ctx, sources, create=True)
+    failed = 0
+    for name, outcome in index.release(index.names(source), kinds=kinds, pages=pages):
+        if as_json:
+            print(json.dumps({"source": name, **outcome}, sort_keys=True, default=str), flush=True)
+        else:
+            print("\n".join(render.run_lines(name, outcome)), flush=True)
+        failed += outcome.get("status") != "success"
+    return 1 if failed else 0
+
+
+@app.command(
+    cls=_Command,
     help="every record in the vector index, as JSON lines; with --format parquet or csv, the manifest "
     "(one row per section: key, url, heading path, content hash, as_of, chunks, ...) for other tools",
 )
