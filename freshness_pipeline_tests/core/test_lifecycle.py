@@ -46,8 +46,8 @@ def _live(url: str, text: str = LONG, **kw: object) -> PageRow:
     return PageRow(source="s", url=url, fetch_url=url, markdown=None, text_hash=_sha(text), title="Sync", **kw)
 
 
-def _run(now: float = 1000.0, listed: frozenset[str] = frozenset(URLS), release: Release = Release()) -> CrawlRun:
-    return CrawlRun("s", now, listed=listed, release=release)
+def _run(now: float = 1000.0, listed: frozenset[str] = frozenset(URLS), release: Release | None = None) -> CrawlRun:
+    return CrawlRun("s", now, listed=listed, release=release or Release())
 
 
 def _answer(res: FetchResult, text: PageText | None, known: dict[str, PageRow]) -> Answer:
