@@ -228,7 +228,10 @@ class Ledger:
                 where = f" (after a redirect to {res.final_url})" if res.final_url else ""
                 if seen.kind is Kind.SOFT_404:
                     prior = self.known[row.url].quarantine if row.url in self.known else None
-                    self.hold(row, continued(prior, seen.kind, seen.evidence, self.run.now), seen.why + where)
+                    rule = self.policy.rules[seen.kind]
+                    self.hold(
+                        row, continued(prior, seen.kind, seen.evidence, self.run.now, rule=rule), seen.why + where
+                    )
                 else:  # judged once the run's template blocks are known (`settle_near_empty`)
                     row.flag, row.outcome = seen.why + where + _STUB, Outcome.FLAGGED.value
                     self.decisions.flagged[row.url] = row.flag
@@ -346,10 +349,11 @@ def hold_gone(
     verdict = judge(observed, prior, fetched=fetched_live, rules=policy.rules, release=run.release, now=run.now)
     decisions.taken |= verdict.taken
     decisions.released |= verdict.released
+    ledger = Ledger(known, run, policy, decisions)
     for url, state in verdict.held.items():
         before = known.get(url) or replace(rows[url], state="live")  # a move's new target
         row = rows[url] = replace(before, last_fetched=rows[url].last_fetched, status_code=rows[url].status_code)
-        Ledger(known, run, policy, decisions).hold(row, state, flag_for(state))
+        ledger.hold(row, state, flag_for(state))
     decisions.gone = [u for u in decisions.gone if u not in verdict.held]
 
 

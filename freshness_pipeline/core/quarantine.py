@@ -127,11 +127,11 @@ def same_evidence(kind: Kind, a: str, b: str) -> bool:
     return a == b
 
 
-def continued(prior: Quarantine | None, kind: Kind, evidence: str, now: float) -> Quarantine:
+def continued(prior: Quarantine | None, kind: Kind, evidence: str, now: float, *, rule: Rule) -> Quarantine:
     """The state of a page held for `kind` this run: its count goes on when the last run
     held it for the same kind and evidence (a kind never confirmed: the same kind)."""
     if prior is not None and prior.kind is kind:
-        if same_evidence(kind, prior.evidence, evidence):
+        if rule.confirm is None or same_evidence(kind, prior.evidence, evidence):
             return replace(prior, evidence=evidence, seen=prior.seen + 1)
         return Quarantine(kind, evidence, prior.started, 1)
     return Quarantine(kind, evidence, now)
@@ -164,7 +164,7 @@ def judge(
     by_kind: dict[Kind, list[str]] = {}
     for url, obs in observed.items():
         rule, last = rules[obs.kind], prior.get(url)
-        state = continued(last, obs.kind, obs.evidence, now)
+        state = continued(last, obs.kind, obs.evidence, now, rule=rule)
         if rule.confirm == 0:
             out.passed.add(url)
         elif rule.releasable and release.covers(url, obs.kind):
@@ -179,7 +179,7 @@ def judge(
             out.passed.update(urls)
             continue
         for url in urls:
-            out.held[url] = continued(prior.get(url), kind, observed[url].evidence, now)
+            out.held[url] = continued(prior.get(url), kind, observed[url].evidence, now, rule=rule)
     return out
 
 

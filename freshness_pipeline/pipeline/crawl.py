@@ -136,8 +136,11 @@ def crawl(ctx: SourceContext, *, run_id: str, tier: str | None = None, release: 
             else Release()
         )
         now = report.fetched_at = time.time()
-        collapsed = {
-            u: bytes.fromhex(q.evidence) for u, k in known.items() if (q := k.quarantine) and q.kind is Kind.COLLAPSED
+        back = {r.url for r in results if r.outcome in (Outcome.OK, Outcome.NOT_MODIFIED)} - new_texts.keys()
+        collapsed = {  # the texts pages are held for, but of those back to their own text
+            u: bytes.fromhex(q.evidence)
+            for u, k in known.items()
+            if (q := k.quarantine) and q.kind is Kind.COLLAPSED and u not in back
         }
         observed = observe_texts(_turns(ctx, new_texts), collapsed) | observe_redirects(results)
         prior = {u: known[u].quarantine if u in known else None for u in observed}
