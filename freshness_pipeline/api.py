@@ -185,10 +185,12 @@ class Index:
         *,
         kinds: list[str] | None = None,
         pages: list[str] | None = None,
+        allow_spike: bool = False,
         verbose: bool = False,
         submit: str | None = None,
     ) -> Iterator[tuple[str, dict[str, Any]]]:
-        """Refresh with an operator's release: the pages the quarantine holds that are of
+        """Refresh with an operator's release (and `allow_spike`, the change spike what it
+        takes makes let through): the pages the quarantine holds that are of
         `kinds` or among `pages` (neither: every held page of the sources) are taken, when
         their kind's rule lets a release take them (`core/quarantine.py`). Yields what
         `refresh_all` yields; the run is tagged `freshness/release`."""
@@ -199,7 +201,8 @@ class Index:
         if unknown:
             raise ConfigError(f"no quarantine kind {', '.join(unknown)}; known: {', '.join(k.value for k in Kind)}")
         what = ",".join([*(kinds or ()), *(pages or ())]) or "all"
-        yield from self.refresh_all(sources, verbose=verbose, submit=submit, tags={RELEASE_TAG: what})
+        tags = {RELEASE_TAG: what}
+        yield from self.refresh_all(sources, allow_spike=allow_spike, verbose=verbose, submit=submit, tags=tags)
 
     def deliver(self) -> list[Delivery]:
         """Send waiting change events to the configured webhooks, one `Delivery` each."""

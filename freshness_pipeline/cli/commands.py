@@ -173,12 +173,15 @@ def release(
         list[str] | None,
         typer.Option("--kind", metavar="KIND", help="take the held pages of this kind (gone, rewritten, ...)"),
     ] = None,
+    allow_spike: Annotated[
+        bool, typer.Option("--allow-spike", help="let the change spike of what is taken through as well")
+    ] = False,
     as_json: Annotated[bool, _json("one JSON object per source")] = False,
     sources: SourcesFile = None,
 ) -> int:
     index = _index(ctx, sources, create=True)
     failed = 0
-    for name, outcome in index.release(index.names(source), kinds=kinds, pages=pages):
+    for name, outcome in index.release(index.names(source), kinds=kinds, pages=pages, allow_spike=allow_spike):
         if as_json:
             print(json.dumps({"source": name, **outcome}, sort_keys=True, default=str), flush=True)
         else:

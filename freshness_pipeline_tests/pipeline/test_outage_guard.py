@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from freshness_pipeline.defs.runner import run_refresh
-from freshness_pipeline.defs.tags import RELEASE_TAG
+from freshness_pipeline.defs.tags import ALLOW_SPIKE_TAG, RELEASE_TAG
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.pipeline.driver import Freshness
 from freshness_pipeline_tests.sitegen import generate
@@ -36,8 +36,11 @@ def test_mass_404_is_held_until_a_release(dagster_home: Path) -> None:
         back = fr.run()
         assert (back["embedded"], back["deleted"], back["upserted"]) == (0, 0, 0)
 
-        site.publish({})  # ... and when the pages really are gone, the operator says so
-        allowed = run_refresh("docs", tags={RELEASE_TAG: "gone"})
+        site.publish({})  # ... and when the pages really are gone, the operator says so: the
+        # release takes them, and the change spike their loss is must be let through too
+        assert run_refresh("docs", tags={RELEASE_TAG: "gone"})["status"] == "blocked"
+        assert fr.dump() == before
+        allowed = run_refresh("docs", tags={RELEASE_TAG: "gone", ALLOW_SPIKE_TAG: "true"})
         assert allowed["status"] == "success", allowed
         assert (allowed["gone"], allowed["deleted"]) == (4, 8)
         assert [w for w in allowed["warnings"] if w.startswith("quarantine gone: 0 held, 0 taken, 4 released (")]
