@@ -35,7 +35,7 @@ from ..core.lifecycle import (
 from ..core.models import FetchResult, Outcome, PageText
 from ..core.noise import learn_template_blocks
 from ..core.observe import Turn, folded_sketch, near_empty_key, observe_redirects, observe_texts
-from ..core.quarantine import Kind, Release, judge, report_lines
+from ..core.quarantine import Kind, Release, Verdict, judge, report_lines
 from ..core.responses import UNLIKE_BELOW, NotFoundTemplate, has_login_form, looks_soft_404, resemblance, text_sketch
 from ..core.state import PageRow, SourceState
 from ..core.tiers import tier_for
@@ -130,21 +130,9 @@ def crawl(ctx: SourceContext, *, run_id: str, tier: str | None = None, release: 
             extracted = staging.add_extracts(src.name, run_id, texts) + len(same)  # batch by batch, not kept
             not_found = _not_found_template(fetcher, targets, src) if extracted else None
         policy = src.fetch.lifecycle_rules()
-        release = (
-            Release(release.everything, release.kinds, frozenset(map(fetcher.normalize, release.pages)))
-            if release
-            else Release()
-        )
+        release = _release(fetcher, release)
         now = report.fetched_at = time.time()
-        back = {r.url for r in results if r.outcome in (Outcome.OK, Outcome.NOT_MODIFIED)} - new_texts.keys()
-        collapsed = {  # the texts pages are held for, but of those back to their own text
-            u: bytes.fromhex(q.evidence)
-            for u, k in known.items()
-            if (q := k.quarantine) and q.kind is Kind.COLLAPSED and u not in back
-        }
-        observed = observe_texts(_turns(ctx, new_texts), collapsed) | observe_redirects(results)
-        prior = {u: known[u].quarantine if u in known else None for u in observed}
-        verdict = judge(observed, prior, fetched=len(results), rules=policy.rules, release=release, now=now)
+        verdict = _judge_texts(ctx, known, results, new_texts, policy, release, now)
         fetch_urls = {t.url: t.fetch_url for t in targets}
         run = CrawlRun(src.name, now, found.listed, found.lastmod, fetch_urls, not_found, verdict.held, release)
         ledger = Ledger(known, run, policy, CrawlDecisions(taken=verdict.taken, released=verdict.released))
@@ -216,6 +204,34 @@ def _changed_texts(
             sketch = text_sketch(e.markdown) if is_live(k) else b""
             new_texts[e.url] = (folded_sketch(e.markdown), sketch, len(e.markdown) < min_chars)
         yield e.url, e.markdown, e.title, e.date, e.error
+
+
+def _release(fetcher: Fetcher, release: Release | None) -> Release:
+    """The operator's release, its page URLs normalized as the crawl's."""
+    if release is None:
+        return Release()
+    return Release(release.everything, release.kinds, frozenset(map(fetcher.normalize, release.pages)))
+
+
+def _judge_texts(
+    ctx: SourceContext,
+    known: dict[str, PageRow],
+    results: list[FetchResult],
+    new_texts: dict[str, tuple[bytes, bytes, bool]],
+    policy: LifecyclePolicy,
+    release: Release,
+    now: float,
+) -> Verdict:
+    """The new texts and the redirects observed and judged, before any answer is recorded."""
+    back = {r.url for r in results if r.outcome in (Outcome.OK, Outcome.NOT_MODIFIED)} - new_texts.keys()
+    collapsed = {  # the texts pages are held for, but of those back to their own text
+        u: bytes.fromhex(q.evidence)
+        for u, k in known.items()
+        if (q := k.quarantine) and q.kind is Kind.COLLAPSED and u not in back
+    }
+    observed = observe_texts(_turns(ctx, new_texts), collapsed) | observe_redirects(results)
+    prior = {u: known[u].quarantine if u in known else None for u in observed}
+    return judge(observed, prior, fetched=len(results), rules=policy.rules, release=release, now=now)
 
 
 def _turns(ctx: SourceContext, new_texts: dict[str, tuple[bytes, bytes, bool]]) -> dict[str, Turn]:
