@@ -144,23 +144,22 @@ class Index:
         allow_spike: bool = False,
         verbose: bool = False,
         submit: str | None = None,
+        tags: dict[str, str] | None = None,
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         """Refresh several sources (default: every one), yielding (source, what `refresh`
         returns) as each run ends: one run of the `refresh` job after the other, each in this
         process and recorded in the instance (`defs/runner.py`). A Ctrl-C raises
         `Interrupted`, which says whether the run's commit had landed.
         `submit`: a deployment's webserver URL (default `$FRESHNESS_DAGSTER_URL`): the runs
-        are submitted to it and waited for (`defs/remote.py`)."""
+        are submitted to it and waited for (`defs/remote.py`). `tags`: more run tags."""
         names = [self.settings.source(s).name for s in sources] if sources else self.source_names
         from .adapters.memory import collections_paused
-        from .defs.tags import ALLOW_SPIKE_TAG
 
         url = submit or os.environ.get("FRESHNESS_DAGSTER_URL")
         if url:
             from .defs.remote import submit_refreshes
 
-            spike = {ALLOW_SPIKE_TAG: "true"} if allow_spike else None
-            yield from submit_refreshes(url, names, self.settings, tier=tier, tags=spike)
+            yield from submit_refreshes(url, names, self.settings, tier=tier, tags=_tags(allow_spike, tags))
             return
 
         with collections_paused():  # Dagster's import and the state store's (`memory.py`)
@@ -169,16 +168,45 @@ class Index:
             from .pipeline.attempts import record_attempt
             from .pipeline.maintenance import require_writable_home
 
-        tags = {ALLOW_SPIKE_TAG: "true"} if allow_spike else None
         level = "INFO" if verbose else "CRITICAL"
         require_writable_home(self.home)  # one clear line before Dagster writes its storage there
         write_instance_config(self.home)  # the queue, pools and monitoring of docs/dagster.md
         refreshes = run_refreshes(
-            self.settings, names, tier=tier, tags=tags, log_level=level, sources_file=str(self.sources_file)
+            self.settings,
+            names,
+            tier=tier,
+            tags=_tags(allow_spike, tags),
+            log_level=level,
+            sources_file=str(self.sources_file),
         )
         for name, outcome in refreshes:
             record_attempt(self.settings, name, outcome)
             yield name, outcome
+
+    def release(
+        self,
+        sources: list[str] | None = None,
+        *,
+        kinds: list[str] | None = None,
+        pages: list[str] | None = None,
+        allow_spike: bool = False,
+        verbose: bool = False,
+        submit: str | None = None,
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Refresh with an operator's release (and `allow_spike`, the change spike what it
+        takes makes let through): the pages the quarantine holds that are of
+        `kinds` or among `pages` (neither: every held page of the sources) are taken, when
+        their kind's rule lets a release take them (`core/quarantine.py`). Yields what
+        `refresh_all` yields; the run is tagged `freshness/release`."""
+        from .core.quarantine import Kind
+        from .defs.tags import RELEASE_TAG
+
+        unknown = sorted(set(kinds or ()) - {k.value for k in Kind})
+        if unknown:
+            raise ConfigError(f"no quarantine kind {', '.join(unknown)}; known: {', '.join(k.value for k in Kind)}")
+        what = ",".join([*(kinds or ()), *(pages or ())]) or "all"
+        tags = {RELEASE_TAG: what}
+        yield from self.refresh_all(sources, allow_spike=allow_spike, verbose=verbose, submit=submit, tags=tags)
 
     def deliver(self) -> list[Delivery]:
         """Send waiting change events to the configured webhooks, one `Delivery` each."""
@@ -295,3 +323,11 @@ def __getattr__(name: str) -> Any:
 
         return Result
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _tags(allow_spike: bool, tags: dict[str, str] | None) -> dict[str, str] | None:
+    """The run tags of a refresh: the caller's and the spike override."""
+    from .defs.tags import ALLOW_SPIKE_TAG
+
+    out = {**(tags or {}), **({ALLOW_SPIKE_TAG: "true"} if allow_spike else {})}
+    return out or None

@@ -24,6 +24,7 @@ from .core.lifecycle import LifecyclePolicy
 from .core.responses import ResponseRules
 from .core.spike import SpikeRule
 from .core.tiers import TierRules
+from .quarantine_settings import QuarantinePolicy
 from .settings_errors import problem
 from .settings_runs import RunPolicy
 
@@ -136,8 +137,6 @@ class FetchPolicy(_Strict):
     # Crawls in a row a known page may be unlisted and unanswered before it is gone; an
     # unlisted page that still answers 200 is never gone (core/lifecycle.py).
     missing_after: Count = 3
-    # More live pages than this share of those fetched (and `min_outage_pages`) answering 404/410
-    max_gone_share: Share = 0.2  # in one crawl is an outage signature: held until the next run agrees
     soft_404_min_chars: NonNegInt = 200  # a page that had more text and drops under this is flagged
     keep_query_params: list[str] = Field(default_factory=list)  # e.g. ["version"]
     drop_query: bool = True  # drop every other query parameter
@@ -152,13 +151,8 @@ class FetchPolicy(_Strict):
     # Private, link-local and cloud-metadata addresses are refused unless this is set;
     # loopback is always allowed (tests, the demo).
     allow_private_addresses: bool = False
-    # More than this share of one run's fetched pages redirecting to one URL is an outage
-    # (a maintenance page): they are held as errors, even with the spike override.
-    max_redirect_share: Share = 0.5
-    # More than this share of them turning into text unlike their own last text (a
-    # maintenance page served with 200, varying per URL or not) is one too: held the same way.
-    max_rewritten_share: Share = 0.2
-    min_outage_pages: Annotated[int, Field(strict=True, ge=2)] = 2  # fewer gone or rewritten at once: never held
+    # When a page's new answer is held instead of taken (core/quarantine.py)
+    quarantine: QuarantinePolicy = QuarantinePolicy()
 
     def response_rules(self) -> ResponseRules:
         return ResponseRules(max_bytes=self.max_bytes, soft_404_min_chars=self.soft_404_min_chars)
@@ -166,10 +160,7 @@ class FetchPolicy(_Strict):
     def lifecycle_rules(self) -> LifecyclePolicy:
         return LifecyclePolicy(
             missing_after=self.missing_after,
-            max_gone_share=self.max_gone_share,
-            max_redirect_share=self.max_redirect_share,
-            max_rewritten_share=self.max_rewritten_share,
-            min_outage_pages=self.min_outage_pages,
+            rules=self.quarantine.rules(self.missing_after),
             soft_404_min_chars=self.soft_404_min_chars,
         )
 

@@ -116,7 +116,10 @@ def test_status_and_the_freshness_alert_check_agree_after_a_run_that_changed_eve
     """One score, of the index as the last commit left it: `freshness status` and the run's
     `freshness_alert` check give the same figure and the same verdict."""
     with DocsSite() as site:
-        settings = {"checks": {"spike_min_share": 1}, "fetch": {"max_rewritten_share": 1.0}}  # no spike, no outage hold
+        settings = {
+            "checks": {"spike_min_share": 1},
+            "fetch": {"quarantine": {"rewritten": {"confirm": 0}}},
+        }  # no spike, no quarantine
         fr = Freshness(dagster_home / "sources.yaml", site.sitemap_url, source_settings=settings)
         site.publish(generate(4, sections_per_page=3, seed=11).markdown())
         fr.run()

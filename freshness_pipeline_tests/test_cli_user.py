@@ -87,7 +87,7 @@ def test_a_read_only_command_on_a_missing_home_says_so_and_creates_nothing(
 
 
 def test_the_outage_hold_is_said_once() -> None:
-    why = "held: 5 of 6 live pages would be gone in one crawl (over fetch.max_gone_share 50%); nothing deleted"
+    why = "held: 5 of 6 live pages would be gone in one crawl; nothing deleted"
     outcome = {
         "status": "success",
         "crawled": 6,

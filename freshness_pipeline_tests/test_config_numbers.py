@@ -121,7 +121,8 @@ def test_nonsense_numbers_are_refused_at_load(tmp_path: Path, path: tuple[Any, .
         ("sources.0.fetch.max_redirects", -1, "at least 0"),
         ("sources.0.fetch.timeout_s", 0, "more than 0"),
         ("sources.0.fetch.timeout_s", math.nan, "finite number"),
-        ("sources.0.fetch.max_gone_share", 1.5, "at most 1"),
+        ("sources.0.fetch.quarantine.gone.share", 1.5, "at most 1"),
+        ("sources.0.fetch.quarantine.collapsed.confirm", -1, "at least 0"),
         ("sources.0.checks.spike_min_share", -0.1, "at least 0"),
         ("sources.0.checks.golden_min_hit5", 1.01, "at most 1"),
         ("sources.0.noise.fuzzy_threshold", 65, "at most 64"),
@@ -182,7 +183,7 @@ def test_a_file_that_is_not_utf8_or_not_a_file(tmp_path: Path, capsys: pytest.Ca
 
 
 def test_the_example_and_the_defaults_still_load(tmp_path: Path) -> None:
-    assert load_settings(EXAMPLE).sources[0].fetch.max_gone_share == 0.2
+    assert load_settings(EXAMPLE).sources[0].fetch.quarantine.gone.share == 0.2
     path = tmp_path / "sources.yaml"
     path.write_text(yaml.safe_dump(BASE))
     settings = load_settings(path)

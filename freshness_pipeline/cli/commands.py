@@ -162,6 +162,37 @@ def run(
 
 @app.command(
     cls=_Command,
+    help="refresh with the pages the quarantine holds taken as they now read: those of --kind, the URLs "
+    "given, or (neither) every held page of the source; the run is tagged freshness/release",
+    epilog=RUN_HELP,
+)
+def release(
+    ctx: typer.Context,
+    pages: Annotated[list[str] | None, typer.Argument(metavar="[URL]...", help="held pages to take")] = None,
+    source: Only = None,
+    kinds: Annotated[
+        list[str] | None,
+        typer.Option("--kind", metavar="KIND", help="take the held pages of this kind (gone, rewritten, ...)"),
+    ] = None,
+    allow_spike: Annotated[
+        bool, typer.Option("--allow-spike", help="let the change spike of what is taken through as well")
+    ] = False,
+    as_json: Annotated[bool, _json("one JSON object per source")] = False,
+    sources: SourcesFile = None,
+) -> int:
+    index = _index(ctx, sources, create=True)
+    failed = 0
+    for name, outcome in index.release(index.names(source), kinds=kinds, pages=pages, allow_spike=allow_spike):
+        if as_json:
+            print(json.dumps({"source": name, **outcome}, sort_keys=True, default=str), flush=True)
+        else:
+            print("\n".join(render.run_lines(name, outcome)), flush=True)
+        failed += outcome.get("status") != "success"
+    return 1 if failed else 0
+
+
+@app.command(
+    cls=_Command,
     help="every record in the vector index, as JSON lines; with --table, one of the tables of the "
     "notebook frames (manifest: one row per section; history, golden, golden_misses, weak, runs, review) "
     "in the --format asked. Says on standard error what it wrote.",

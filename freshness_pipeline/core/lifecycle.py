@@ -5,22 +5,20 @@ The one place where a page is declared gone:
 - 404/410: gone. 5xx, 429, a timeout: kept with its last text, retried next run.
 - Missing from the crawl (no sitemap or link lists it) and unanswered: gone only after
   `missing_after` consecutive misses; listed again, or answering, resets the count.
-- A 200 that reads as an error page (a soft 404, a bot or login wall) keeps its last text
-  and is flagged, for as long as it lasts; so is a page that failed to extract. A page
-  that only turned near-empty is held the same way until the next run confirms its text
-  (`near_empty.py`).
+- A page the quarantine holds (`quarantine.py`: the detectors of `observe.py` and their
+  rules) keeps its row, last text and records, is flagged, and is no error: a 200 that
+  reads as an error page, a stub, a text unlike its own (or like other pages'), 404s or
+  redirects to one URL on many pages at once. So is a page that failed to extract.
 - Only a 301/308 moves a page (its row and text go to the final URL); a 302/303/307 keeps
   it under its own URL with its last text.
 - A page is live once it answered with a page. A URL that was listed but never answered
   with one is a candidate: its 404 or its errors hold nothing and alarm nobody.
-- A minute of a broken site is not news about each page: many pages of one run turning
-  into 404/410, into text unlike their own, or redirecting to one URL are held as an
-  outage (`mass_holds.py`).
 
-The shell (`pipeline/crawl.py`) fetches and extracts, tells which new texts are unlike
-their pages' last ones (`responses.resemblance`), passes the results through the holds,
-records the answers in a `Ledger` (reading the stored text of the pages `needs_last_text`
-names) and saves the rows. `mass_holds.settle_crawl` is the same run in one call (the
+The shell (`pipeline/crawl.py`) fetches and extracts, observes the new texts and the
+redirects and judges them (`CrawlRun.held`), records the answers in a `Ledger` (reading
+the stored text of the pages `needs_last_text` names), then judges the 404s
+(`hold_gone`) and, once the run's template blocks are known, the stubs
+(`settle_near_empty`), and saves the rows. `settle_crawl` is the run in one call (the
 tests use it).
 """
 
@@ -31,7 +29,9 @@ from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field, replace
 
 from .models import FetchResult, Outcome, PageText
-from .responses import SHORT_TEXT_CHARS, NotFoundTemplate, looks_soft_404, turned_near_empty
+from .observe import error_page
+from .quarantine import Kind, Observation, Quarantine, Release, Rules, continued, judge
+from .responses import SHORT_TEXT_CHARS, NotFoundTemplate
 from .state import PageRow
 
 __all__ = [
@@ -42,8 +42,11 @@ __all__ = [
     "LifecyclePolicy",
     "apply_answers",
     "drop_unlisted_candidates",
+    "hold_gone",
     "is_live",
     "needs_last_text",
+    "settle_crawl",
+    "settle_near_empty",
 ]
 
 
@@ -52,10 +55,7 @@ class LifecyclePolicy:
     """The numbers of the rules (`fetch.*` of the sources file, and two fixed ones)."""
 
     missing_after: int = 3  # consecutive unanswered misses before a known page is gone
-    max_gone_share: float = 0.2  # of the live pages fetched: more gone at once is an outage
-    max_redirect_share: float = 0.5  # of the pages fetched: more redirecting to one URL is one
-    max_rewritten_share: float = 0.2  # of the pages fetched: more turning unlike their own text is one
-    min_outage_pages: int = 2  # ... when at least this many pages do
+    rules: Rules = field(default_factory=Rules)  # the quarantine's table
     soft_404_min_chars: int = 200  # a page that had more text and drops under this is flagged
     errors_before_flag: int = 3  # consecutive errors before a page is flagged for review
     kept_change_times: int = 16  # the last change times a row keeps (for its tier)
@@ -71,7 +71,8 @@ class CrawlRun:
     lastmod: Mapping[str, str] = field(default_factory=dict)  # URL -> sitemap <lastmod>
     fetch_urls: Mapping[str, str] = field(default_factory=dict)  # URL -> the URL fetched
     not_found: NotFoundTemplate | None = None  # the site's answer to a URL that cannot exist
-    pending: Mapping[str, str] = field(default_factory=dict)  # URL -> what it is held for this run
+    held: Mapping[str, Quarantine] = field(default_factory=dict)  # URL -> its hold, judged before the answers
+    release: Release = Release()  # the operator's
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +95,10 @@ class CrawlDecisions:
     errors: dict[str, str] = field(default_factory=dict)  # url -> reason
     flagged: dict[str, str] = field(default_factory=dict)  # url -> reason
     skipped: dict[str, str] = field(default_factory=dict)  # url -> reason: not checked this run
-    near_empty: dict[str, Answer] = field(default_factory=dict)  # url -> the answer held as near-empty
+    near_empty: dict[str, tuple[Answer, Observation]] = field(default_factory=dict)  # held as near-empty
+    held: dict[str, Kind] = field(default_factory=dict)  # url -> why the quarantine holds it this run
+    taken: dict[str, Kind] = field(default_factory=dict)  # ... took it after a hold (confirmed)
+    released: dict[str, Kind] = field(default_factory=dict)  # ... took it on the operator's release
     new_pages: int = 0
     changed_pages: int = 0  # pages whose normalized text differs from last time
 
@@ -126,7 +130,7 @@ def drop_unlisted_candidates(decisions: CrawlDecisions, known: Mapping[str, Page
     """A candidate unlisted and unanswered this run was never a page: it goes, flag and all."""
     for url, row in known.items():
         if row.state == "candidate" and url not in listed and url not in decisions.rows:
-            decisions.rows[url] = replace(row, state="gone", flag=None, pending=None)
+            decisions.rows[url] = replace(row, state="gone", flag=None, quarantine=None)
 
 
 class Ledger:
@@ -148,17 +152,15 @@ class Ledger:
         fetch_url = run.fetch_urls.get(res.url, res.url)
         row = out.rows.get(res.url) or self.known.get(res.url) or self._candidate(res.url, fetch_url)
         row = replace(row, outcome=res.outcome.value, status_code=res.status_code, reason=res.reason or None)
-        row.pending = run.pending.get(row.url)
-        if row.pending is not None:
-            row.flag = res.reason
-            out.flagged[row.url] = res.reason
         row.last_fetched = run.now
         row.lastmod = run.lastmod.get(row.url, row.lastmod)
         listed = res.url in run.listed
         if listed:
             row.miss_count = 0
         out.rows[row.url] = row
-        if res.outcome is Outcome.ERROR:
+        if (held := run.held.get(row.url)) is not None:
+            self.hold(row, held, flag_for(held))
+        elif res.outcome is Outcome.ERROR:
             self._count_error(row, res, listed)
         elif res.outcome is Outcome.SKIPPED:
             out.skipped[row.url] = res.reason
@@ -169,10 +171,17 @@ class Ledger:
         elif res.outcome is Outcome.GONE:
             if is_live(row):
                 out.gone.append(row.url)
-            row.state, row.flag = "gone", None  # a candidate just goes: it never was a page
+            row.state, row.flag, row.quarantine = "gone", None, None  # a candidate just goes: it never was a page
         else:
-            row.error_count, row.miss_count = 0, 0  # it answered
+            row.error_count, row.miss_count, row.quarantine = 0, 0, None  # it answered
             self._take_answer(row, answer)
+
+    def hold(self, row: PageRow, state: Quarantine, why: str) -> None:
+        """Held: the row's text, validators and records as they were, flagged, no error."""
+        out = self.decisions
+        row.outcome, row.flag, row.quarantine = Outcome.FLAGGED.value, why, state
+        out.flagged[row.url] = why
+        out.held[row.url] = state.kind
 
     def _candidate(self, url: str, fetch_url: str) -> PageRow:
         """The row of a URL never seen: live once it answers with a page."""
@@ -211,23 +220,31 @@ class Ledger:
         else:
             markdown = ext.markdown if ext else ""
             title, date = (ext.title, ext.date) if ext else (None, None)
-            why, confirmable = (ext.error, False) if ext and ext.error else self._held_for(row, answer, markdown)
-            if why:  # held: the old text and vectors kept (and no redirect followed to a wall)
-                where = f" (after a redirect to {res.final_url})" if res.final_url else ""
-                row.flag, row.outcome = why + where, Outcome.FLAGGED.value
-                if confirmable:
-                    row.flag += ": held, taken if the next run sees the same text"
-                    self.decisions.near_empty[row.url] = answer
+            if ext and ext.error:  # the old text and vectors kept
+                row.flag, row.outcome = ext.error, Outcome.FLAGGED.value
                 self.decisions.flagged[row.url] = row.flag
+                return
+            if seen := self._error_page(row, answer, markdown):  # held (no redirect followed to a wall)
+                where = f" (after a redirect to {res.final_url})" if res.final_url else ""
+                if seen.kind is Kind.SOFT_404:
+                    prior = self.known[row.url].quarantine if row.url in self.known else None
+                    rule = self.policy.rules[seen.kind]
+                    self.hold(
+                        row, continued(prior, seen.kind, seen.evidence, self.run.now, rule=rule), seen.why + where
+                    )
+                else:  # judged once the run's template blocks are known (`settle_near_empty`)
+                    row.flag, row.outcome = seen.why + where + _STUB, Outcome.FLAGGED.value
+                    self.decisions.flagged[row.url] = row.flag
+                    self.decisions.near_empty[row.url] = (answer, seen)
                 return
         self._take(row, res, markdown, title, date)
 
     def take(self, answer: Answer) -> None:
-        """Take the text of an answer this run held as near-empty: the page is confirmed."""
+        """Take the text of an answer this run held as near-empty: confirmed or released."""
         res, ext = answer.result, answer.text or PageText(answer.result.url, "", None, None)
         row = self.decisions.rows[res.url]
         self.decisions.flagged.pop(row.url, None)
-        row.outcome, row.flag, row.pending = res.outcome.value, None, None
+        row.outcome, row.flag, row.quarantine = res.outcome.value, None, None
         self._take(row, res, ext.markdown, ext.title, ext.date)
 
     def _take(self, row: PageRow, res: FetchResult, markdown: str, title: str | None, date: str | None) -> None:
@@ -235,10 +252,8 @@ class Ledger:
             row = self._move_to_final_url(row, res)
         self._take_text(row, res, markdown, title, date)
 
-    def _held_for(self, row: PageRow, answer: Answer, markdown: str) -> tuple[str | None, bool]:
-        """Why this 200 is held, and whether the next run can confirm it: an error page (its
-        title and h1, the site's not-found page, a wall) never; a page that only turned
-        near-empty (judged on its last text, when the new one is short) can."""
+    def _error_page(self, row: PageRow, answer: Answer, markdown: str) -> Observation | None:
+        """A soft 404 or a stub (judged on its last text, when the new one is short)."""
         res, ext, min_chars = answer.result, answer.text, self.policy.soft_404_min_chars
         had = None  # a long text is no error page whatever it had
         if row.text_hash is not None and row.state == "live" and len(markdown) < SHORT_TEXT_CHARS:
@@ -247,10 +262,9 @@ class Ledger:
         if template is not None and template.served_at in (row.url, res.final_url or row.url):
             template = None  # the page the probe landed on is not an error page itself
         title = ext.title if ext else None
-        soft = looks_soft_404(
+        return error_page(
             title, markdown, min_chars=min_chars, had_chars=had, not_found=template, login_form=answer.login_form
         )
-        return (soft, False) if soft else (turned_near_empty(markdown, min_chars=min_chars, had_chars=had), True)
 
     def _take_text(self, row: PageRow, res: FetchResult, markdown: str, title: str | None, date: str | None) -> None:
         """The page is live with this text; a new or changed text is counted and dated."""
@@ -304,3 +318,86 @@ class Ledger:
         new.reason, new.miss_count, new.error_count = res.reason or None, 0, 0
         out.rows[new.url] = new
         return new
+
+
+_STUB = ": held, taken if the next run sees the same text"
+
+
+def flag_for(state: Quarantine) -> str:
+    """The flag of a page the quarantine holds for a kind judged over the run."""
+    return {
+        Kind.GONE: "held: gone (404/410) with many pages at once: nothing deleted",
+        Kind.REWRITTEN: "held: its new text is unlike its own, as many pages' this run: records kept",
+        Kind.COLLAPSED: "held: its new text is unlike its own, like other pages' (a maintenance page?): records kept",
+        Kind.REDIRECTED: "held: redirected, with many pages, to one URL (a maintenance page?): nothing moved",
+    }.get(state.kind, f"held: {state.kind.value}") + f" (seen on {state.seen} run(s))"
+
+
+def hold_gone(
+    decisions: CrawlDecisions,
+    known: Mapping[str, PageRow],
+    *,
+    fetched_live: int,
+    run: CrawlRun,
+    policy: LifecyclePolicy,
+) -> None:
+    """The pages that answered 404/410 this run judged by the `gone` rule (`fetched_live`:
+    the live pages fetched), in place: a page held keeps its row as it was."""
+    rows = decisions.rows  # (a page missing `missing_after` times is no 404: it goes)
+    observed = {u: Observation(Kind.GONE, "gone", "") for u in decisions.gone if rows[u].outcome == Outcome.GONE.value}
+    prior = {u: known[u].quarantine if u in known else None for u in observed}
+    verdict = judge(observed, prior, fetched=fetched_live, rules=policy.rules, release=run.release, now=run.now)
+    decisions.taken |= verdict.taken
+    decisions.released |= verdict.released
+    ledger = Ledger(known, run, policy, decisions)
+    for url, state in verdict.held.items():
+        before = known.get(url) or replace(rows[url], state="live")  # a move's new target
+        row = rows[url] = replace(before, last_fetched=rows[url].last_fetched, status_code=rows[url].status_code)
+        ledger.hold(row, state, flag_for(state))
+    decisions.gone = [u for u in decisions.gone if u not in verdict.held]
+
+
+def settle_near_empty(
+    decisions: CrawlDecisions,
+    known: Mapping[str, PageRow],
+    keys: Mapping[str, str],
+    run: CrawlRun,
+    policy: LifecyclePolicy,
+) -> None:
+    """Each page `decisions` held as near-empty (`keys`: url -> the text its sections would
+    be cut from, hashed) judged by the `near_empty` rule, in place: confirmed or released,
+    it takes its text; else it stays held with its state."""
+    observed = {u: replace(decisions.near_empty[u][1], evidence=key) for u, key in keys.items()}
+    prior = {u: known[u].quarantine if u in known else None for u in observed}
+    verdict = judge(observed, prior, fetched=len(decisions.rows), rules=policy.rules, release=run.release, now=run.now)
+    ledger = Ledger(known, run, policy, decisions)
+    for url in (*verdict.taken, *verdict.released, *verdict.passed):
+        ledger.take(decisions.near_empty.pop(url)[0])
+    decisions.taken |= verdict.taken
+    decisions.released |= verdict.released
+    for url, state in verdict.held.items():
+        decisions.rows[url].quarantine = state
+        decisions.held[url] = state.kind
+
+
+def settle_crawl(
+    known: Mapping[str, PageRow],
+    answers: Iterable[Answer],
+    run: CrawlRun,
+    policy: LifecyclePolicy,
+    keys: Mapping[str, str] | None = None,
+) -> CrawlDecisions:
+    """The whole run after the pre-answer holds (`run.held`): every answer applied, then
+    the 404s judged, then the stubs (`keys`: their near-empty keys; default their text's
+    hash)."""
+    answers = list(answers)
+    decisions = apply_answers(known, answers, run, policy)
+    fetched_live = sum(1 for a in answers if is_live(known.get(a.result.url)))
+    hold_gone(decisions, known, fetched_live=fetched_live, run=run, policy=policy)
+    if keys is None:
+        keys = {
+            u: hashlib.sha256((a.text.markdown if a.text else "").encode()).hexdigest()
+            for u, (a, _) in decisions.near_empty.items()
+        }
+    settle_near_empty(decisions, known, keys, run, policy)
+    return decisions

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .quarantine import Quarantine
+
 __all__ = ["ChangeEvent", "PageRow", "SectionTimes", "SourceState"]
 
 
@@ -50,7 +52,7 @@ class PageRow:
     last_fetched: float | None = None
     last_changed: float | None = None
     change_times: list[float] = field(default_factory=list)
-    pending: str | None = None  # held: the text hash it turned into (an outage; near_empty_key for a stub), or "gone"
+    quarantine: Quarantine | None = None  # why its last answer is held (`core/quarantine.py`)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from ..adapters.state.commit import StalePlan
 from ..adapters.state.staging import StagingGone
 from ..config import ConfigError, Settings, load_settings
 from ..core.noise import NORMALIZER_VERSION
+from ..core.quarantine import Release
 from ..core.segment import CHUNKER_VERSION
 from ..core.tables import PAGES_IN_ERROR, TOP_PAGES
 from ..core.tiers import TIERS
@@ -42,7 +43,7 @@ from .metadata import ROW_COUNT, URI, index_uri, owners, table
 from .partitions import sources_partitions
 from .resources import FreshnessResource
 from .step_endings import refuse_commit_if_run_ended, results_on_failure
-from .tags import ALLOW_SPIKE_TAG, TIER_TAG
+from .tags import ALLOW_SPIKE_TAG, RELEASE_TAG, TIER_TAG
 
 GROUP = "freshness"
 # vector_index's pool (the provider's rate limit): its limit is set on the instance (docs/deploy.md)
@@ -125,8 +126,8 @@ def fetched_pages(
     tier = context.run.tags.get(TIER_TAG)
     freshness.migrate()  # the run's first stage: the later ones (and their checks) only check the schema
     with freshness.open(context.partition_key) as ctx:
-        allow = context.run.tags.get(ALLOW_SPIKE_TAG, "").lower() == "true"
-        report = crawl(ctx, run_id=context.run.run_id, tier=tier, allow_mass_gone=allow)
+        release = Release.parse(context.run.tags.get(RELEASE_TAG))
+        report = crawl(ctx, run_id=context.run.run_id, tier=tier, release=release)
     for warning in report.warnings:
         context.log.warning(f"{report.source}: {warning}")
     context.log.info(
@@ -286,7 +287,8 @@ refresh_job = dg.define_asset_job(
     selection=refresh_selection,
     description="Refresh one source (a `sources` partition): fetch, sections, plan, index, commit, "
     "then its freshness metrics, with every asset check. Tagged `freshness/tier` it fetches that "
-    "tier's pages only; `freshness/allow-spike=true` lets a reviewed change spike through.",
+    "tier's pages only; `freshness/allow-spike=true` lets a reviewed change spike through; "
+    "`freshness/release=all` (or kind names, page URLs) takes the pages the quarantine holds.",
     tags=executor_tags(),
 )
 

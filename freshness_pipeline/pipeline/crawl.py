@@ -27,22 +27,16 @@ from ..core.lifecycle import (
     Ledger,
     LifecyclePolicy,
     drop_unlisted_candidates,
+    hold_gone,
     is_live,
     needs_last_text,
+    settle_near_empty,
 )
-from ..core.mass_holds import Turn, hold_mass_gone, hold_mass_redirects, hold_mass_rewrites
 from ..core.models import FetchResult, Outcome, PageText
-from ..core.near_empty import near_empty_key, settle_near_empty
 from ..core.noise import learn_template_blocks
-from ..core.responses import (
-    UNLIKE_BELOW,
-    NotFoundTemplate,
-    has_login_form,
-    looks_soft_404,
-    resemblance,
-    text_shape,
-    text_sketch,
-)
+from ..core.observe import Turn, folded_sketch, near_empty_key, observe_redirects, observe_texts
+from ..core.quarantine import Kind, Release, Verdict, judge, report_lines
+from ..core.responses import UNLIKE_BELOW, NotFoundTemplate, has_login_form, looks_soft_404, resemblance, text_sketch
 from ..core.state import PageRow, SourceState
 from ..core.tiers import tier_for
 from .context import SourceContext
@@ -96,12 +90,12 @@ class _Found:
     lastmod: dict[str, str]  # normalized URL -> sitemap <lastmod>
 
 
-def crawl(ctx: SourceContext, *, run_id: str, tier: str | None = None, allow_mass_gone: bool = False) -> CrawlReport:
-    """Crawl the source (or one tier of it). Mass 404s and mass rewrites (a maintenance
-    page) are held until the next run sees the same, unless `allow_mass_gone` (the spike
-    override); pages redirecting en masse to one URL are always held. The rules are
-    `core/lifecycle.py`'s and `core/mass_holds.py`'s; this is the I/O around them. `run_id` opens the run's staging
-    (dropping any other run's), which the report names."""
+def crawl(ctx: SourceContext, *, run_id: str, tier: str | None = None, release: Release | None = None) -> CrawlReport:
+    """Crawl the source (or one tier of it). What a page now says is taken unless the
+    quarantine holds it (`release`: the operator's, takes the held pages it covers). The
+    rules are `core/lifecycle.py`'s, `core/observe.py`'s and `core/quarantine.py`'s; this
+    is the I/O around them. `run_id` opens the run's staging (dropping any other run's),
+    which the report names."""
     started = time.time()
     src, store = ctx.source, ctx.store
     report, staging = CrawlReport(source=src.name, run_id=run_id, tier=tier), store.crawl_staging
@@ -130,27 +124,25 @@ def crawl(ctx: SourceContext, *, run_id: str, tier: str | None = None, allow_mas
             )
             jobs = _extract_jobs(fetched, results, tuple(src.noise.disabled_rules), login, src.fetch.page_deadline_s)
             same: dict[str, tuple[str | None, str | None]] = {}
-            new_texts: dict[str, tuple[str, str, bytes]] = {}
+            new_texts: dict[str, tuple[bytes, bytes, bool]] = {}
             min_chars = src.fetch.soft_404_min_chars
             texts = _changed_texts(parallel_map(extract_one, jobs), known, same, new_texts, min_chars)
             extracted = staging.add_extracts(src.name, run_id, texts) + len(same)  # batch by batch, not kept
             not_found = _not_found_template(fetcher, targets, src) if extracted else None
         policy = src.fetch.lifecycle_rules()
-        turned = _turns(ctx, new_texts, known)
-        results = hold_mass_redirects(results, policy)
-        results, rewrites = hold_mass_rewrites(results, turned, known, policy, allow=allow_mass_gone)
+        release = _release(fetcher, release)
         now = report.fetched_at = time.time()
+        verdict = _judge_texts(ctx, known, results, new_texts, policy, release, now)
         fetch_urls = {t.url: t.fetch_url for t in targets}
-        run = CrawlRun(src.name, now, found.listed, found.lastmod, fetch_urls, not_found, rewrites.pending)
-        ledger = Ledger(known, run, policy)
+        run = CrawlRun(src.name, now, found.listed, found.lastmod, fetch_urls, not_found, verdict.held, release)
+        ledger = Ledger(known, run, policy, CrawlDecisions(taken=verdict.taken, released=verdict.released))
         _apply_in_batches(ctx, ledger, results, login, run_id, same)
         fetched_live = sum(1 for r in results if is_live(known.get(r.url)))
-        decided, mass_gone = hold_mass_gone(
-            ledger.decisions, known, fetched_live=fetched_live, policy=policy, allow=allow_mass_gone
-        )
+        decided = ledger.decisions
+        hold_gone(decided, known, fetched_live=fetched_live, run=run, policy=policy)
         drop_unlisted_candidates(decided, known, found.listed)
-        taken = _save_rows(ctx, report, known, decided, run, policy)
-        _report_decisions(report, decided, rewrites.message, mass_gone.message, taken)
+        _save_rows(ctx, report, known, decided, run, policy)
+        _report_decisions(report, decided, *report_lines(decided.held, decided.taken, decided.released, policy.rules))
         report.crawled = len(results)
         report.outcomes = dict(Counter(r.outcome.value for r in results))
         report.seconds = time.time() - started
@@ -165,22 +157,21 @@ def _save_rows(
     decided: CrawlDecisions,
     run: CrawlRun,
     policy: LifecyclePolicy,
-) -> str | None:
+) -> None:
     """The rows staged, the template blocks learned again when any page changed, then the
     pages held as near-empty settled on those blocks (their rows staged again), and what
-    the report says of the whole source. Returns the line on the near-empty pages taken."""
+    the report says of the whole source."""
     run_id, rows = report.run_id, decided.rows
     _stage_rows(ctx, rows.values(), run.now, run_id)
     live = [u for u, p in {**known, **rows}.items() if p.state == "live"]
     blocks = _learn_templates(ctx, live, run_id, changed=decided.changed_pages + decided.new_pages > 0)
-    keys = {u: near_empty_key(a.text.markdown if a.text else "", u, blocks) for u, a in decided.near_empty.items()}
-    taken = settle_near_empty(decided, known, keys, run, policy)
+    keys = {u: near_empty_key(a.text.markdown if a.text else "", u, blocks) for u, (a, _) in decided.near_empty.items()}
+    settle_near_empty(decided, known, keys, run, policy)
     settled = [*keys, *(decided.moves[u] for u in keys if u in decided.moves)]  # a page taken may move
     _stage_rows(ctx, [rows[u] for u in settled], run.now, run_id)
     pages = {**known, **rows}
     report.tiers = dict(Counter(p.tier for p in pages.values() if p.state == "live"))
     report.for_review = {u: p.flag for u, p in sorted(pages.items()) if p.flag}
-    return taken
 
 
 def _stage_rows(ctx: SourceContext, rows: Iterable[PageRow], now: float, run_id: str) -> None:
@@ -196,37 +187,63 @@ def _changed_texts(
     texts: Iterator[PageText],
     known: dict[str, PageRow],
     same: dict[str, tuple[str | None, str | None]],
-    new_texts: dict[str, tuple[str, str, bytes]],
+    new_texts: dict[str, tuple[bytes, bytes, bool]],
     min_chars: int,
 ) -> Iterator[tuple[str, str, str | None, str | None, str | None]]:
     """The extracts to stage: a text equal to the page's stored one is not staged (only its
     title and date are kept, in `same`); its batch reads the stored text back. A new text's
-    shape, hash and sketch land in `new_texts` (the outage hold reads them)."""
+    folded sketch, sketch and shortness land in `new_texts` (the detectors read them)."""
     for e in texts:
         k = known.get(e.url)
         text_hash = hashlib.sha256(e.markdown.encode()).hexdigest()
         if e.error is None and k is not None and k.text_hash == text_hash:
             same[e.url] = (e.title, e.date)
             continue
-        if e.error is None:  # a sketch only where a last text is there to compare with, and the
-            # text is no error page (those are flagged, their text kept, whatever their number)
-            error_page = len(e.markdown) < min_chars or looks_soft_404(e.title, e.markdown, min_chars=min_chars)
-            sketch = text_sketch(e.markdown) if is_live(k) and not error_page else b""
-            new_texts[e.url] = (text_shape(e.markdown), text_hash, sketch)
+        if e.error is None and not looks_soft_404(e.title, e.markdown, min_chars=min_chars):
+            # (an error page is held whatever its number); a sketch where a last text is there
+            sketch = text_sketch(e.markdown) if is_live(k) else b""
+            new_texts[e.url] = (folded_sketch(e.markdown), sketch, len(e.markdown) < min_chars)
         yield e.url, e.markdown, e.title, e.date, e.error
 
 
-def _turns(
-    ctx: SourceContext, new_texts: dict[str, tuple[str, str, bytes]], known: dict[str, PageRow]
-) -> dict[str, Turn]:
-    """Each new text, and whether it is unlike its page's own last text (read by chunks)."""
-    had = [u for u, (_, _, sketch) in new_texts.items() if sketch]
-    unlike = {
-        url
-        for url, last in ctx.store.pages.iter_markdown(ctx.name, had)
-        if resemblance(text_sketch(last), new_texts[url][2]) < UNLIKE_BELOW
+def _release(fetcher: Fetcher, release: Release | None) -> Release:
+    """The operator's release, its page URLs normalized as the crawl's."""
+    if release is None:
+        return Release()
+    return Release(release.everything, release.kinds, frozenset(map(fetcher.normalize, release.pages)))
+
+
+def _judge_texts(
+    ctx: SourceContext,
+    known: dict[str, PageRow],
+    results: list[FetchResult],
+    new_texts: dict[str, tuple[bytes, bytes, bool]],
+    policy: LifecyclePolicy,
+    release: Release,
+    now: float,
+) -> Verdict:
+    """The new texts and the redirects observed and judged, before any answer is recorded."""
+    back = {r.url for r in results if r.outcome in (Outcome.OK, Outcome.NOT_MODIFIED)} - new_texts.keys()
+    collapsed = {  # the texts pages are held for, but of those back to their own text
+        u: bytes.fromhex(q.evidence)
+        for u, k in known.items()
+        if (q := k.quarantine) and q.kind is Kind.COLLAPSED and u not in back
     }
-    return {url: Turn(shape, text_hash, url in unlike) for url, (shape, text_hash, _) in new_texts.items()}
+    observed = observe_texts(_turns(ctx, new_texts), collapsed) | observe_redirects(results)
+    prior = {u: known[u].quarantine if u in known else None for u in observed}
+    return judge(observed, prior, fetched=len(results), rules=policy.rules, release=release, now=now)
+
+
+def _turns(ctx: SourceContext, new_texts: dict[str, tuple[bytes, bytes, bool]]) -> dict[str, Turn]:
+    """Each new text, with its last text's folded sketch and whether it is unlike its page's
+    own last text (read by chunks)."""
+    had = [u for u, (_, sketch, _) in new_texts.items() if sketch]
+    turns = {url: Turn(folded, None, False, short) for url, (folded, _, short) in new_texts.items()}
+    for url, last in ctx.store.pages.iter_markdown(ctx.name, had):
+        folded, sketch, short = new_texts[url]
+        unlike = resemblance(text_sketch(last), sketch) < UNLIKE_BELOW
+        turns[url] = Turn(folded, folded_sketch(last), unlike, short)
+    return turns
 
 
 def _apply_in_batches(
@@ -404,8 +421,8 @@ def _answers(
     return [Answer(r, extracted.get(r.url), last.get(r.url), r.url in login) for r in results]
 
 
-def _report_decisions(report: CrawlReport, decided: CrawlDecisions, *held: str | None) -> None:
-    report.warnings += [m for m in held if m]  # each hold's one line
+def _report_decisions(report: CrawlReport, decided: CrawlDecisions, *held: str) -> None:
+    report.warnings += held  # the quarantine's line per kind
     report.gone, report.moves, report.errors = decided.gone, decided.moves, decided.errors
     report.flagged, report.skipped = decided.flagged, decided.skipped
     report.new_pages, report.changed_pages = decided.new_pages, decided.changed_pages

@@ -274,7 +274,7 @@ def test_link_discovery_answers_are_reused(site: SiteServer) -> None:
     [
         ("fetch", "page_deadline_s", 0),
         ("fetch", "run_budget_s", -1),
-        ("fetch", "max_redirect_share", 1.5),
+        ("fetch", "missing_after", 0),
         ("discovery", "max_sitemaps", 0),
         ("discovery", "max_sitemap_depth", -1),
     ],

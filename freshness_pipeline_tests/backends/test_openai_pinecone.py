@@ -93,8 +93,10 @@ def test_openai_and_pinecone_through_faults(
         sources.write_text(
             yaml.safe_dump(
                 {
-                    # Two of eight pages go in v2: no outage hold (the bad-minute suite's subject).
-                    "sources": [{"name": "docs", "sitemap": site.sitemap_url, "fetch": {"max_gone_share": 1.0}}],
+                    # Two of eight pages go in v2: no quarantine (the bad-minute suite's subject).
+                    "sources": [
+                        {"name": "docs", "sitemap": site.sitemap_url, "fetch": {"quarantine": {"gone": {"confirm": 0}}}}
+                    ],
                     "embedder": {
                         "provider": "openai",
                         "base_url": openai.base_url,
@@ -167,8 +169,10 @@ def test_reconcile_finds_and_fixes_drift_in_pinecone(
         sources.write_text(
             yaml.safe_dump(
                 {
-                    # Two of eight pages go in v2: no outage hold (the bad-minute suite's subject).
-                    "sources": [{"name": "docs", "sitemap": site.sitemap_url, "fetch": {"max_gone_share": 1.0}}],
+                    # Two of eight pages go in v2: no quarantine (the bad-minute suite's subject).
+                    "sources": [
+                        {"name": "docs", "sitemap": site.sitemap_url, "fetch": {"quarantine": {"gone": {"confirm": 0}}}}
+                    ],
                     "embedder": {"provider": "openai", "base_url": openai.base_url, "dimensions": 32},
                     "vector_store": {"provider": "pinecone", "host": pinecone.host},
                 }

@@ -1,6 +1,7 @@
-"""The page lifecycle's properties (`core/lifecycle.py`, its outage holds in
-`core/mass_holds.py`), on generated crawls: when a page is gone, kept, flagged or moved,
-and that a run's rows are a function of its inputs."""
+"""The page lifecycle's properties (`core/lifecycle.py`, with the quarantine's rules of
+`core/quarantine.py` for 404s), on generated crawls: when a page is gone, kept, flagged,
+held or moved, and that a run's rows are a function of its inputs. The detectors' and
+the rules' own tests are in test_quarantine.py."""
 
 from __future__ import annotations
 
@@ -18,10 +19,10 @@ from freshness_pipeline.core.lifecycle import (
     LifecyclePolicy,
     apply_answers,
     needs_last_text,
+    settle_crawl,
 )
-from freshness_pipeline.core.mass_holds import Turn, hold_mass_redirects, hold_mass_rewrites, settle_crawl
 from freshness_pipeline.core.models import FetchResult, Outcome, PageText
-from freshness_pipeline.core.responses import text_shape
+from freshness_pipeline.core.quarantine import DEFAULT_RULES, Kind, Release, Rule, Rules
 from freshness_pipeline.core.state import PageRow
 
 SITE = "http://docs.test"
@@ -45,8 +46,8 @@ def _live(url: str, text: str = LONG, **kw: object) -> PageRow:
     return PageRow(source="s", url=url, fetch_url=url, markdown=None, text_hash=_sha(text), title="Sync", **kw)
 
 
-def _run(now: float = 1000.0, listed: frozenset[str] = frozenset(URLS)) -> CrawlRun:
-    return CrawlRun("s", now, listed=listed)
+def _run(now: float = 1000.0, listed: frozenset[str] = frozenset(URLS), release: Release | None = None) -> CrawlRun:
+    return CrawlRun("s", now, listed=listed, release=release or Release())
 
 
 def _answer(res: FetchResult, text: PageText | None, known: dict[str, PageRow]) -> Answer:
@@ -102,7 +103,7 @@ def test_a_crawl_decides_each_page_once_and_leaves_its_inputs_alone(
 ) -> None:
     known, answers, run = crawl
     before = copy.deepcopy(known)
-    out = settle_crawl(known, answers, run, POLICY, allow_mass_gone=allow)
+    out = settle_crawl(known, answers, replace(run, release=Release(everything=allow)), POLICY)
     assert known == before  # pure: the previous rows are not touched
     answered = {a.result.url for a in answers}
     finals = {a.result.final_url for a in answers if a.result.final_url}
@@ -121,6 +122,7 @@ def test_a_crawl_decides_each_page_once_and_leaves_its_inputs_alone(
             assert res.url not in out.gone  # a 5xx or a timeout never deletes a listed page
         if res.outcome in (Outcome.ERROR, Outcome.SKIPPED) or row.outcome == Outcome.FLAGGED.value:
             assert row.text_hash == (prev.text_hash if prev else None)  # its last text is kept
+        assert res.url not in out.held or res.url not in out.errors  # a held page is no error
         redirected = res.final_url and res.temporary and res.outcome not in (Outcome.ERROR, Outcome.SKIPPED)
         if redirected and prev is not None and prev.text_hash is not None:
             assert row.outcome == Outcome.SKIPPED.value  # a 302/303/307 is no move: its text is kept
@@ -163,27 +165,35 @@ def test_a_held_mass_gone_run_deletes_nothing(pages: int, data: st.DataObject) -
     urls = [f"{SITE}/m{i}" for i in range(pages)]
     known = {u: _live(u) for u in urls}
     share = data.draw(st.floats(0.1, 0.9))
-    policy = LifecyclePolicy(max_gone_share=share, min_outage_pages=2)
+    policy = _gone_share(share)
     lost = data.draw(st.integers(max(2, int(share * pages) + 1), pages))  # over the share
     results = [FetchResult(u, Outcome.GONE if i < lost else Outcome.NOT_MODIFIED, 404) for i, u in enumerate(urls)]
     answers = [Answer(r) for r in results]
     held = settle_crawl(known, answers, _run(listed=frozenset(urls)), policy)
     assert held.gone == [] and all(r.state == "live" and r.text_hash == _sha(LONG) for r in held.rows.values())
-    assert len(held.errors) == lost and all("held" in why for why in held.errors.values())
-    allowed = settle_crawl(known, answers, _run(listed=frozenset(urls)), policy, allow_mass_gone=True)
-    assert sorted(allowed.gone) == sorted(urls[:lost])
+    assert held.errors == {} and held.held == dict.fromkeys(urls[:lost], Kind.GONE)  # held, no error
+    assert all(held.rows[u].quarantine.kind is Kind.GONE and held.rows[u].error_count == 0 for u in urls[:lost])
+    assert all(why.startswith("held: gone") for why in held.flagged.values())
+    released = settle_crawl(
+        known, answers, _run(listed=frozenset(urls), release=Release(kinds=frozenset([Kind.GONE]))), policy
+    )
+    assert sorted(released.gone) == sorted(urls[:lost]) and released.released == held.held
     # The next run sees them gone again: confirmed, they go.
     again = settle_crawl({**known, **held.rows}, answers, _run(listed=frozenset(urls)), policy)
-    assert sorted(again.gone) == sorted(urls[:lost]) and not again.errors
+    assert sorted(again.gone) == sorted(urls[:lost]) and not again.errors and again.taken == held.held
+
+
+def _gone_share(share: float, min_pages: int = 2) -> LifecyclePolicy:
+    return LifecyclePolicy(rules=Rules({**DEFAULT_RULES, Kind.GONE: Rule(share, 1, True)}, min_pages))
 
 
 def test_a_gone_share_at_the_limit_is_not_held() -> None:
     urls = [f"{SITE}/m{i}" for i in range(4)]
     known = {u: _live(u) for u in urls}
     answers = [Answer(FetchResult(u, Outcome.GONE if i < 2 else Outcome.NOT_MODIFIED, 404)) for i, u in enumerate(urls)]
-    policy = LifecyclePolicy(max_gone_share=0.5, min_outage_pages=2)
+    policy = _gone_share(0.5)
     assert settle_crawl(known, answers, _run(), policy).gone == urls[:2]  # 2 of 4 is not over 50%
-    fewer = LifecyclePolicy(min_outage_pages=3)
+    fewer = _gone_share(0.2, min_pages=3)
     assert settle_crawl(known, answers, _run(), fewer).gone == urls[:2]  # under min_outage_pages
 
 
@@ -250,38 +260,6 @@ def test_the_same_quiet_crawl_twice_is_idempotent(urls: set[str], outcome: Outco
 
 def _quiet(out: CrawlDecisions) -> bool:
     return not (out.gone or out.moves or out.errors or out.flagged or out.skipped)
-
-
-def test_mass_redirects_to_one_url_are_held_as_errors() -> None:
-    results = [FetchResult(u, Outcome.OK, 200, final_url=f"{SITE}/maintenance") for u in URLS[:4]]
-    results.append(FetchResult(URLS[4], Outcome.OK, 200))
-    held = hold_mass_redirects(results, POLICY)
-    assert [r.outcome for r in held] == [Outcome.ERROR] * 4 + [Outcome.OK]
-    assert hold_mass_redirects(results[3:], POLICY) == results[3:]  # one redirect is no outage
-
-
-def test_many_pages_turning_unlike_their_own_text_are_held_until_confirmed() -> None:
-    """Judged against each page's own history: pages that had a text and turned into one
-    unlike it count, whatever the texts are; a new page showing a held page's text is held
-    with them; a page whose new text is what it was held for last run is taken."""
-    known = {u: _live(u, text=f"{LONG} page {i}") for i, u in enumerate(URLS[:5])}
-    results = [FetchResult(u, Outcome.OK, 200) for u in URLS]
-    turned = {
-        u: Turn(text_shape(f"Back soon {i}"), _sha(f"Back soon {i}"), unlike=True) for i, u in enumerate(URLS[:3])
-    }
-    turned |= {URLS[3]: Turn("edit", _sha("edit"), unlike=False), URLS[5]: turned[URLS[0]]}  # p5: a new page
-    held, why = hold_mass_rewrites(results, turned, known, POLICY)
-    assert [r.outcome for r in held] == [Outcome.ERROR] * 3 + [Outcome.OK] * 2 + [Outcome.ERROR]
-    assert "3 of 6 pages fetched this run turned into text unlike their own" in (held[0].reason or "")
-    assert why.pending == {u: turned[u].text_hash for u in (*URLS[:3], URLS[5])} and why.message == held[0].reason
-    # Echoed URLs aside, one text is one text; one page of six is no outage.
-    assert text_shape(f"Back soon. {URLS[0]}") == text_shape(f"back soon. {URLS[1]}")
-    assert hold_mass_rewrites(results, {URLS[0]: turned[URLS[0]]}, known, POLICY)[0] == results
-    # New pages alone have no history to turn from (a site launched with stub pages).
-    assert hold_mass_rewrites(results, turned, {}, POLICY)[0] == results
-    # Next run, the same texts again: confirmed.
-    confirmed = {u: replace(known[u], pending=turned[u].text_hash) for u in URLS[:3]}
-    assert hold_mass_rewrites(results, turned, {**known, **confirmed}, POLICY)[0] == results
 
 
 def test_a_text_already_stored_is_not_written_again() -> None:

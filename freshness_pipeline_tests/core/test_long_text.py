@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 from freshness_pipeline.core.blocks import code_spans
 from freshness_pipeline.core.fingerprint import fuzzy_unchanged, simhash
-from freshness_pipeline.core.near_empty import near_empty_key
 from freshness_pipeline.core.noise import normalize
+from freshness_pipeline.core.observe import near_empty_key
 from freshness_pipeline.core.responses import _words, looks_soft_404, text_shape, text_sketch
 from freshness_pipeline.core.segment import segment
 from freshness_pipeline.pipeline.workers import ExtractJob, extract_one

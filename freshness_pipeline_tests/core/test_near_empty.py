@@ -1,6 +1,7 @@
-"""A page that turned near-empty (`core/near_empty.py`): held at first sight with its row as
-it was, taken when the next run sees the same text, held afresh for another text, and held
-for good while it reads as an error page."""
+"""A page that turned near-empty (the `near_empty` row of the quarantine: `core/observe.py`
+sees it, `lifecycle.settle_near_empty` judges it): held at first sight with its row as it
+was, taken when the next run sees the same text, held afresh for another text, and held
+for good while it reads as an error page (`soft_404`)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,18 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from freshness_pipeline.core.lifecycle import Answer, CrawlDecisions, CrawlRun, LifecyclePolicy, apply_answers
+from freshness_pipeline.core.lifecycle import (
+    Answer,
+    CrawlDecisions,
+    CrawlRun,
+    LifecyclePolicy,
+    apply_answers,
+    settle_near_empty,
+)
 from freshness_pipeline.core.models import FetchResult, Outcome, PageText
-from freshness_pipeline.core.near_empty import near_empty_key, settle_near_empty
 from freshness_pipeline.core.noise import learn_template_blocks
+from freshness_pipeline.core.observe import near_empty_key
+from freshness_pipeline.core.quarantine import Kind, Quarantine
 from freshness_pipeline.core.state import PageRow
 
 URL = "http://docs.test/reqcontext"
@@ -29,8 +38,8 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _known(pending: str | None = None) -> dict[str, PageRow]:
-    row = PageRow(source="s", url=URL, fetch_url=URL, text_hash=_sha(LONG), title="Ctx", state="live", pending=pending)
+def _known(held: Quarantine | None = None) -> dict[str, PageRow]:
+    row = PageRow(source="s", url=URL, fetch_url=URL, text_hash=_sha(LONG), title="Ctx", state="live", quarantine=held)
     return {URL: row}
 
 
@@ -41,11 +50,12 @@ def _blocks(tip: str) -> frozenset[str]:
 
 def _crawl(known: dict[str, PageRow], stub: str, title: str = "The Request Context", tip: str = TIPS[0]) -> tuple:
     """One run that fetches the page showing `stub` under a build's `tip`, settled on that
-    build's template blocks: (decisions, the run's line on pages taken)."""
+    build's template blocks: (decisions, whether the page was taken after its hold)."""
     text = PageText(URL, f"{tip}\n\n# {title}\n\n{stub}", title, None)
     out = apply_answers(known, [Answer(FetchResult(URL, Outcome.OK, 200), text, last_text=LONG)], RUN, POLICY)
-    keys = {u: near_empty_key(a.text.markdown, u, _blocks(tip)) for u, a in out.near_empty.items() if a.text}
-    return out, settle_near_empty(out, known, keys, RUN, POLICY)
+    keys = {u: near_empty_key(a.text.markdown, u, _blocks(tip)) for u, (a, _) in out.near_empty.items() if a.text}
+    settle_near_empty(out, known, keys, RUN, POLICY)
+    return out, URL in out.taken
 
 
 def _held(out: CrawlDecisions, known: dict[str, PageRow]) -> bool:
@@ -64,15 +74,15 @@ def _held(out: CrawlDecisions, known: dict[str, PageRow]) -> bool:
 def test_a_stub_is_held_at_first_sight_and_taken_when_the_next_run_sees_it_again(stub: str) -> None:
     known = _known()
     first, line = _crawl(known, stub, tip=TIPS[0])
-    assert _held(first, known) and line is None
-    assert first.rows[URL].flag.startswith("turned near-empty") and first.rows[URL].pending is not None
+    assert _held(first, known) and not line and first.held == {URL: Kind.NEAR_EMPTY}
+    assert first.rows[URL].flag.startswith("turned near-empty") and first.rows[URL].quarantine.seen == 1
     # The next build rotates its tip of the day: the same stub, the same text for the index.
     known = {URL: replace(first.rows[URL])}
     second, line = _crawl(known, stub, tip=TIPS[1])
     row = second.rows[URL]
     assert row.text_hash == _sha(f"{TIPS[1]}\n\n# The Request Context\n\n{stub}") and row.markdown is not None
-    assert (row.flag, row.pending, row.outcome, second.flagged, second.changed_pages) == (None, None, "ok", {}, 1)
-    assert line is not None and URL in line and line.startswith("taken: 1 page")
+    assert (row.flag, row.quarantine, row.outcome, second.flagged, second.changed_pages) == (None, None, "ok", {}, 1)
+    assert line and second.taken == {URL: Kind.NEAR_EMPTY}
 
 
 @settings(max_examples=60, deadline=None)
@@ -84,8 +94,8 @@ def test_another_short_text_restarts_the_confirmation(stub: str, other: str) -> 
     if other == stub:
         assert second.rows[URL].outcome == "ok"
         return
-    assert _held(second, known) and line is None
-    assert second.rows[URL].pending not in (None, first.rows[URL].pending)
+    assert _held(second, known) and not line
+    assert second.rows[URL].quarantine.evidence != first.rows[URL].quarantine.evidence
 
 
 @settings(max_examples=30, deadline=None)
@@ -97,6 +107,6 @@ def test_an_error_page_is_held_for_as_long_as_it_lasts(stub: str, runs: int) -> 
     known = {URL: replace(first.rows[URL])}
     for _ in range(runs):
         out, line = _crawl(known, stub, title="Page not found")
-        assert _held(out, known) and line is None and out.near_empty == {}
-        assert "404" in out.rows[URL].flag and out.rows[URL].pending is None
+        assert _held(out, known) and not line and out.near_empty == {}
+        assert "404" in out.rows[URL].flag and out.rows[URL].quarantine.kind is Kind.SOFT_404
         known = {URL: replace(out.rows[URL])}

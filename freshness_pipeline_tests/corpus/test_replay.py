@@ -8,7 +8,9 @@ that are gone, and `freshness dump` equals the live site. Then the same revision
 served again with new noise (a quiet week): nothing is embedded, written or deleted,
 but for a page that turned near-empty (Flask r7 cuts one to a stub): held and flagged at
 first sight (its old sections kept, `corpora.NearEmptyHolds`), it is taken by this second
-run, which sees the same text.
+run, which sees the same text. The replay runs with the quarantine at its defaults: no
+other page of the three histories is held (Flask r7's one other page rewritten unlike
+its own is taken at once: too few for the `rewritten` share).
 
 The replay runs with `fuzzy_threshold: 0`: the oracle is exact, so every changed text must
 be re-embedded; what the fuzzy rule forgives is tested in pipeline/test_fuzzy.py.
@@ -96,14 +98,9 @@ def test_replay_embeds_exactly_what_changed(name: str, corpora: Path, dagster_ho
             dagster_home / "sources.yaml",
             site.sitemap_url,
             name=name,
-            # A real revision may remove or rewrite a fifth of a site at once: the replay checks
-            # change detection, so neither the spike check nor the outage hold (the bad-minute
-            # suite's subject) holds it for a second run.
-            source_settings={
-                "noise": {"fuzzy_threshold": 0},
-                "checks": {"spike_min_share": 1.0},
-                "fetch": {"max_gone_share": 1.0, "max_rewritten_share": 1.0},
-            },
+            # The quarantine runs at its defaults (a real revision is taken within two runs);
+            # the index-level spike check, which a real revision may trip, is off.
+            source_settings={"noise": {"fuzzy_threshold": 0}, "checks": {"spike_min_share": 1.0}},
         )
         for rev in revisions:
             for quiet in (False, True):

@@ -112,7 +112,7 @@ def test_an_overridden_spike_does_not_weaken_the_next_check(
     sources: Path, site: DocsSite, instance: dg.DagsterInstance
 ) -> None:
     body = yaml.safe_load(sources.read_text())
-    body["sources"][0]["fetch"] = {"max_rewritten_share": 1.0}  # the spike check alone, no outage hold
+    body["sources"][0]["fetch"] = {"quarantine": {"rewritten": {"confirm": 0}}}  # the spike check alone, no quarantine
     sources.write_text(yaml.safe_dump(body))
     rng = random.Random(3)
     docs = generate(20, sections_per_page=4, seed=8)  # 80 sections

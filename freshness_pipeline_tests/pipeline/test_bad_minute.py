@@ -46,7 +46,8 @@ def maintenance(path: str) -> Page:
 
 
 def held_messages(run: dict) -> list[str]:
-    return [w for w in run["warnings"] if w.startswith("held: ")]
+    """The run's quarantine lines (one per kind)."""
+    return [w for w in run["warnings"] if w.startswith("quarantine ")]
 
 
 @pytest.mark.parametrize("share", [1.0, 0.3], ids=["every-page", "30pct"])
@@ -69,9 +70,9 @@ def test_a_maintenance_page_varying_per_url_is_held(
         held = p.run()
         assert time.monotonic() - started < 30.0 + 5
         assert (held["embedded"], held["deleted"], held["upserted"], held["gone"]) == (0, 0, 0, 0), held
-        assert held["errors"] == len(hit)
+        assert (held["errors"], held["flagged"]) == (0, len(hit))  # held, no error
         (message,) = held_messages(held)
-        assert f"{len(hit)} of {PAGES} pages fetched this run turned into text unlike their own" in message
+        assert message.startswith(f"quarantine collapsed: {len(hit)} held ({p.url(hit[0])}, "), message
         assert p.triples() == before
         assert {p.url(path) for path in hit} <= {u for u, _ in p.status()["flagged"]}  # flagged for review
 
@@ -94,9 +95,18 @@ def test_a_rewrite_the_next_run_sees_again_is_taken(
         p.run()
         server.pages = {**pages, **{path: new[path] for path in hit}}
         held = p.run()
-        assert (held["embedded"], held["errors"]) == (0, 6), held
+        assert (held["embedded"], held["errors"], held["flagged"]) == (0, 0, 6), held
+        assert held_messages(held) == [
+            f"quarantine rewritten: 6 held ({p.url(hit[0])}, {p.url(hit[1])}, "
+            f"{p.url(hit[2])} and 3 more), 0 taken, 0 released; "
+            "`freshness release --kind rewritten` takes them"
+        ]
         taken = p.run()
-        assert (taken["embedded"], taken["errors"], taken["warnings"]) == (12, 0, []), taken
+        assert (taken["embedded"], taken["errors"], taken["flagged"]) == (12, 0, 0), taken
+        assert held_messages(taken) == [
+            f"quarantine rewritten: 0 held, 6 taken ({p.url(hit[0])}, {p.url(hit[1])}, "
+            f"{p.url(hit[2])} and 3 more), 0 released"
+        ]
         assert {t for t in p.triples() if t[0] in {p.url(h) for h in hit}} == {
             t for t in rewritten.expected(server.base_url) if t[0] in {p.url(h) for h in hit}
         }
@@ -116,9 +126,9 @@ def test_temporary_404s_on_40_percent_of_the_pages_delete_nothing(
             path: Page("<h1>Not found</h1>", status=404) if path in broken else pg for path, pg in pages.items()
         }
         held = p.run()
-        assert (held["gone"], held["deleted"], held["embedded"], held["errors"]) == (0, 0, 0, 8), held
+        assert (held["gone"], held["deleted"], held["embedded"], held["errors"], held["flagged"]) == (0, 0, 0, 0, 8)
         (message,) = held_messages(held)
-        assert "8 of 20 live pages would be gone in one crawl" in message
+        assert message.startswith("quarantine gone: 8 held ("), message
         assert p.triples() == before
 
         server.pages = pages

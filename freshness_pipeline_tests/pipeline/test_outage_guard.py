@@ -1,18 +1,19 @@
 """A site that answers 404 for most of its pages at once is an outage, not a deletion:
-nothing is deleted, the run says why, and the operator's override lets a real one through."""
+the quarantine holds them (no error), the run says why in one line, and the operator's
+release lets a real one through."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from freshness_pipeline.defs.runner import run_refresh
-from freshness_pipeline.defs.tags import ALLOW_SPIKE_TAG
+from freshness_pipeline.defs.tags import ALLOW_SPIKE_TAG, RELEASE_TAG
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.pipeline.driver import Freshness
 from freshness_pipeline_tests.sitegen import generate
 
 
-def test_mass_404_is_held_until_the_override(dagster_home: Path) -> None:
+def test_mass_404_is_held_until_a_release(dagster_home: Path) -> None:
     docs = generate(4, sections_per_page=2, seed=31).markdown()
     with DocsSite() as site:
         fr = Freshness(dagster_home / "sources.yaml", site.sitemap_url)
@@ -24,8 +25,10 @@ def test_mass_404_is_held_until_the_override(dagster_home: Path) -> None:
         site.publish({})  # every page 404s, the sitemap is empty: a broken deploy
         held = run_refresh("docs")
         assert held["status"] == "success", held
-        assert (held["gone"], held["deleted"], held["errors"]) == (0, 0, 4)
-        assert all("held: 4 of 4 live pages would be gone" in why for why in held["error_pages"].values())
+        assert (held["gone"], held["deleted"], held["errors"], held["flagged"]) == (0, 0, 0, 4), held
+        assert all(why.startswith("held: gone") for why in held["flagged_pages"].values())
+        (line,) = [w for w in held["warnings"] if w.startswith("quarantine gone: ")]
+        assert line.startswith("quarantine gone: 4 held (") and "freshness release --kind gone" in line
         assert any(w.startswith("discovery found no pages") for w in held["warnings"])  # said, not silent
         assert fr.dump() == before
 
@@ -33,10 +36,14 @@ def test_mass_404_is_held_until_the_override(dagster_home: Path) -> None:
         back = fr.run()
         assert (back["embedded"], back["deleted"], back["upserted"]) == (0, 0, 0)
 
-        site.publish({})  # ... and when the pages really are gone, the operator says so
-        allowed = run_refresh("docs", tags={ALLOW_SPIKE_TAG: "true"})
+        site.publish({})  # ... and when the pages really are gone, the operator says so: the
+        # release takes them, and the change spike their loss is must be let through too
+        assert run_refresh("docs", tags={RELEASE_TAG: "gone"})["status"] == "blocked"
+        assert fr.dump() == before
+        allowed = run_refresh("docs", tags={RELEASE_TAG: "gone", ALLOW_SPIKE_TAG: "true"})
         assert allowed["status"] == "success", allowed
         assert (allowed["gone"], allowed["deleted"]) == (4, 8)
+        assert [w for w in allowed["warnings"] if w.startswith("quarantine gone: 0 held, 0 taken, 4 released (")]
         assert fr.dump() == []
 
 
@@ -61,7 +68,9 @@ def test_with_the_guard_off_a_mass_deletion_is_a_blocking_spike(dagster_home: Pa
     site_docs = generate(4, sections_per_page=2, seed=33)
     with DocsSite() as site:
         fr = Freshness(
-            dagster_home / "sources.yaml", site.sitemap_url, source_settings={"fetch": {"max_gone_share": 1.0}}
+            dagster_home / "sources.yaml",
+            site.sitemap_url,
+            source_settings={"fetch": {"quarantine": {"gone": {"confirm": 0}}}},
         )
         site.publish(site_docs.markdown())
         fr.run()

@@ -1,9 +1,10 @@
 """An outage that answers 200 loses nothing, and nothing a blocked run saw outlives it:
 through `freshness run` on a loopback site, a maintenance page served with 200 for every
-page (unknown URLs still 404, so the not-found probe does not catch it) is held as errors
-on the first run after the build and after quiet runs; a run the change-spike check
-blocked leaves no text, validator or template behind, so a later run's 503s plan nothing
-and the operator's override still indexes the site as it is."""
+page (unknown URLs still 404, so the not-found probe does not catch it) is held by the
+quarantine (collapsed: no error) on the first run after the build and after quiet runs; a
+run the change-spike check blocked leaves no text, validator or template behind, so a
+later run's 503s plan nothing and the operator's override still indexes the site as it
+is."""
 
 from __future__ import annotations
 
@@ -45,8 +46,8 @@ def test_a_maintenance_page_served_with_200_everywhere_is_held(
 
         server.pages = {path: MAINTENANCE for path in pages}  # every page, same text, HTTP 200
         held = p.run()
-        assert (held["embedded"], held["deleted"], held["gone"], held["errors"]) == (0, 0, 0, 12), held
-        assert all("turned into text unlike their own" in why for why in held["error_pages"].values())
+        assert (held["embedded"], held["deleted"], held["gone"], held["errors"]) == (0, 0, 0, 0), held
+        assert held["flagged"] == 12 and all(w.startswith("held: its new text") for w in held["flagged_pages"].values())
         assert p.triples() == before
 
         server.pages = pages  # maintenance over: nothing to repair, no template learned from it
@@ -61,7 +62,9 @@ def test_a_blocked_runs_texts_never_reach_a_later_run(
     site, rewritten = generate(20, sections_per_page=3, seed=132), generate(20, sections_per_page=3, seed=133)
     pages = html_pages(site)
     with SiteServer(pages) as server:
-        p = Pipeline(tmp_path, capsys, server, fetch={"max_rewritten_share": 1.0})  # the spike check alone
+        p = Pipeline(
+            tmp_path, capsys, server, fetch={"quarantine": {"rewritten": {"confirm": 0}}}
+        )  # the spike check alone
         p.run()
         for _ in range(2):
             assert p.run()["embedded"] == 0  # quiet runs: the spike check's history

@@ -88,7 +88,7 @@ def test_503s_and_soft_404s_embed_and_delete_nothing(
         assert p.triples() == before
 
 
-def test_a_site_wide_maintenance_redirect_loses_nothing_even_with_the_override(
+def test_a_site_wide_maintenance_redirect_loses_nothing_even_with_a_release(
     dagster_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     site = generate(10, sections_per_page=2, seed=113)
@@ -101,10 +101,11 @@ def test_a_site_wide_maintenance_redirect_loses_nothing_even_with_the_override(
         for path in html_pages(site):
             server.redirects[path] = (302, "/maintenance")
         held = p.run()
-        assert (held["embedded"], held["deleted"], held["errors"]) == (0, 0, 10)
-        assert all("redirect to" in why and "held" in why for why in held["error_pages"].values())
+        assert (held["embedded"], held["deleted"], held["errors"], held["flagged"]) == (0, 0, 0, 10), held
+        assert all(why.startswith("held: redirected") for why in held["flagged_pages"].values())
+        assert [w for w in held["warnings"] if w.startswith("quarantine redirected: 10 held")], held["warnings"]
         assert p.triples() == before
-        code = main(["--sources", str(p.sources), "run", "--json", "--allow-spike"])
+        code = main(["--sources", str(p.sources), "release", "--json"])  # the kind is not releasable
         forced = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
         assert code == 0 and (forced["embedded"], forced["deleted"]) == (0, 0)
         assert p.triples() == before
@@ -159,7 +160,7 @@ def test_a_tier_run_during_a_whole_site_404_deletes_nothing(
         # As the tier sensor launches it: a run tagged freshness/tier=hot.
         held = run_refresh("docs", tier="hot")
         assert held["status"] == "success", held
-        assert (held["crawled"], held["gone"], held["deleted"], held["errors"]) == (2, 0, 0, 2)
+        assert (held["crawled"], held["gone"], held["deleted"], held["errors"], held["flagged"]) == (2, 0, 0, 0, 2)
         assert p.triples() == before
 
 

@@ -50,7 +50,11 @@ def test_a_stub_is_held_once_then_taken_and_an_error_page_is_held_on_every_run(
         publish(server, pages, 2)  # the same stub under the next build's tip: confirmed
         taken = p.run()
         assert (taken["upserted"], taken["deleted"]) == (1, 3), taken
-        assert any(w.startswith("taken: 1 page") and stub_url in w for w in taken["warnings"]), taken["warnings"]
+        lines = [w for w in taken["warnings"] if w.startswith("quarantine ")]
+        assert lines == [
+            f"quarantine soft_404: 1 held ({wall_url}), 0 taken, 0 released",
+            f"quarantine near_empty: 0 held, 1 taken ({stub_url}), 0 released",
+        ], lines
         assert set(taken["flagged_pages"]) == {wall_url}  # the error page is still held
         stub_records = {t for t in p.triples() if t[0] == stub_url}
         assert {text for _, _, text in stub_records} == {STUB}, stub_records

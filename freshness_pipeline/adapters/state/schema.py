@@ -15,8 +15,26 @@ from sqlalchemy import (
     Table,
     Text,
 )
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator
+
+from ...core.quarantine import Quarantine
 
 metadata = MetaData()
+
+
+class QuarantineState(TypeDecorator[Quarantine]):
+    """A page's `Quarantine`, stored as a JSON object (kind, evidence, started, seen)."""
+
+    impl = JSON
+    cache_ok = True
+
+    def process_bind_param(self, value: Quarantine | None, dialect: Dialect) -> dict[str, object] | None:
+        return None if value is None else value.to_json()
+
+    def process_result_value(self, value: dict[str, object] | None, dialect: Dialect) -> Quarantine | None:
+        return None if value is None else Quarantine.from_json(value)
+
 
 # One row per source: the versions its active index was built with, and where it lives.
 sources = Table(
@@ -64,9 +82,7 @@ pages = Table(
     Column("last_fetched", Float),
     Column("last_changed", Float),  # last time its normalized text changed
     Column("change_times", JSON, nullable=False),  # recent change timestamps (tiers, flapping)
-    # held as an outage signature: the hash of the text it turned into, or "gone"; taken
-    # when the next run sees the same (core/mass_holds.py)
-    Column("pending", String(64)),
+    Column("quarantine", QuarantineState),  # why its last answer is held (core/quarantine.py)
 )
 
 # The manifest: what the active vector index holds, one row per record.
@@ -325,7 +341,7 @@ staged_page_rows = Table(
     Column("last_fetched", Float),
     Column("last_changed", Float),
     Column("change_times", JSON, nullable=False),
-    Column("pending", String(64)),
+    Column("quarantine", QuarantineState),
 )
 
 # Stage 2: every page whose sections change: its new signature (None: its sections go),

@@ -1,16 +1,16 @@
 """run_outcomes: the refresh runs a `freshness run` executes, keyed by Dagster's run id, with
 the process that holds the source's run lock for them
 
-Revision ID: 0011
-Revises: 0008
+Revision ID: 0010
+Revises: 0009
 """
 
 from alembic import op
 import sqlalchemy as sa
 
 
-revision = "0011"
-down_revision = "0008"
+revision = "0010"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 

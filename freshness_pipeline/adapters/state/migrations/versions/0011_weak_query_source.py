@@ -1,16 +1,16 @@
 """weak_query_source: the source of a weak search's best match, so that the `weak` frame
 joins the others on `source`
 
-Revision ID: 0012
-Revises: 0011
+Revision ID: 0011
+Revises: 0010
 """
 
 from alembic import op
 import sqlalchemy as sa
 
 
-revision = "0012"
-down_revision = "0011"
+revision = "0011"
+down_revision = "0010"
 branch_labels = None
 depends_on = None
 
