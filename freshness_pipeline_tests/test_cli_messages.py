@@ -35,7 +35,19 @@ def _subcommands() -> dict:
 
 
 def test_every_command_is_listed() -> None:
-    expected = {"run", "dump", "search", "status", "resolve", "weak", "demo", "reconcile", "deliver", "migrate"}
+    expected = {
+        "run",
+        "release",
+        "dump",
+        "search",
+        "status",
+        "resolve",
+        "weak",
+        "demo",
+        "reconcile",
+        "deliver",
+        "migrate",
+    }
     assert set(_subcommands()) == expected
 
 
