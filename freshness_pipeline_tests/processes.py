@@ -47,6 +47,17 @@ def in_own_group(cmd: Sequence[str | os.PathLike[str]], **popen: Any) -> subproc
     return proc
 
 
+def stop_group(proc: subprocess.Popen[Any], grace_s: float = 60) -> None:
+    """End `proc`'s process group (a server and what it started) as Ctrl-C would, then by
+    SIGKILL if it has not ended within `grace_s`."""
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 def end_groups(*_: object) -> None:
     """SIGKILL whatever is left of every process group `in_own_group` started: at exit, and
     on SIGTERM or SIGHUP (`conftest.py`), which would otherwise end pytest without its

@@ -26,6 +26,7 @@ from freshness_pipeline.config import CheckPolicy
 from freshness_pipeline.demo.run import WORKSPACE, ui_command
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.pipeline.driver import Freshness
+from freshness_pipeline_tests.processes import in_own_group, stop_group
 from freshness_pipeline_tests.sitegen import generate
 from freshness_pipeline_tests.test_cli import cli, write_sources
 
@@ -173,13 +174,8 @@ def test_the_printed_ui_command_works_from_another_folder(
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     port = _free_port()
-    proc = subprocess.Popen(
-        ["bash", "-c", f"exec env {cmd} --port {port} --host 127.0.0.1"],
-        cwd=elsewhere,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    command = ["bash", "-c", f"exec env {cmd} --port {port} --host 127.0.0.1"]
+    proc = in_own_group(command, cwd=elsewhere, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         deadline, locations = time.monotonic() + 120, None
         query = (
@@ -199,12 +195,7 @@ def test_the_printed_ui_command_works_from_another_folder(
         loaded = {"__typename": "RepositoryLocation"}
         assert locations == [{"name": "freshness_pipeline", "loadStatus": "LOADED", "locationOrLoadError": loaded}]
     finally:
-        os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop_group(proc)
 
 
 def test_the_ui_command_without_a_checkout_names_the_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

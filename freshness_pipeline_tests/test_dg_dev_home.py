@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import signal
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ import httpx
 import yaml
 
 from freshness_pipeline_tests.dagster_services import free_port
+from freshness_pipeline_tests.processes import in_own_group, stop_group
 
 REPO = Path(__file__).resolve().parents[1]
 QUERY = "{ instance { runQueuingSupported runQueueConfig { maxConcurrentRuns } } }"
@@ -41,14 +41,8 @@ def test_the_readmes_ui_line_gives_a_new_home_the_projects_instance(tmp_path: Pa
     }
     port = free_port()
     command = f"{readme_line()} --port {port} --host 127.0.0.1"
-    proc = subprocess.Popen(
-        ["bash", "-c", command],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # its own process group: dg dev's webserver, daemon and code servers end with it
-    )
+    # its own process group: dg dev's webserver, daemon and code servers end with it
+    proc = in_own_group(["bash", "-c", command], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         deadline, instance = time.monotonic() + 180, None
         while time.monotonic() < deadline and proc.poll() is None and instance is None:
@@ -59,9 +53,4 @@ def test_the_readmes_ui_line_gives_a_new_home_the_projects_instance(tmp_path: Pa
         assert instance is not None, f"{shlex.quote(command)}: " + proc.stdout.read().decode()[-3000:]  # type: ignore[union-attr]
         assert instance["data"]["instance"] == {"runQueuingSupported": True, "runQueueConfig": {"maxConcurrentRuns": 4}}
     finally:
-        os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop_group(proc)
