@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 _HERE = Path(__file__).parent
 MIGRATE = "`freshness migrate`"
 OR_RUN = "(or `freshness run`, which migrates first)"
-HEAD = frozenset({"0011"})  # the newest migration's `revision`
+HEAD = frozenset({"0012"})  # the newest migration's `revision`
 VERSION_TABLE = "alembic_version"  # Alembic's default, where it keeps a database's revision
 
 

@@ -166,17 +166,37 @@ last_attempts = Table(
     Column("message", Text),
 )
 
-# The refresh runs a `freshness run` executed (Dagster's run id), each under its source's run
-# lock, held by `holder` ("host pid N") for the run's whole life: a run still in flight in
-# Dagster whose lock is free has lost its process (`pipeline/local_runs.py`).
+# Every refresh run (Dagster's run id) and what it did, written by its own steps (migration
+# 0012): `facts` holds the counts, holds, checks that failed or blocked and step errors;
+# `status` is ours (running | success | blocked | failure). `holder` ("host pid N") is set for
+# a run a `freshness run` executed under its source's run lock, held for the run's whole
+# life: a run still in flight in Dagster whose lock is free has lost its process.
 run_outcomes = Table(
     "run_outcomes",
     metadata,
     Column("run_id", String(64), primary_key=True),
     Column("source", String(64), nullable=False),
     Column("started_at", Float, nullable=False),
-    Column("holder", String(255), nullable=False),
+    Column("holder", String(255)),
+    Column("tier", String(32)),
+    Column("status", String(16)),
+    Column("finished_at", Float),
+    Column("facts", JSON),
     Index("ix_run_outcomes_source", "source"),
+)
+
+# Each step of a run that is executing, with the process executing it ("host pid N") and its
+# last heartbeat; `starts` counts its starts in the run (above 1: its task came back from the
+# queue after its worker stopped).
+step_beats = Table(
+    "step_beats",
+    metadata,
+    Column("run_id", String(64), primary_key=True),
+    Column("step", String(64), primary_key=True),
+    Column("holder", String(255), nullable=False),
+    Column("started_at", Float, nullable=False),
+    Column("beat_at", Float, nullable=False),
+    Column("starts", Integer, nullable=False),
 )
 
 # Outbox of change events (new / changed / gone pages), written in the commit transaction.
