@@ -34,6 +34,18 @@ def per_source(r: FreshnessReport) -> dict[str, dg.FloatMetadataValue]:
     }
 
 
+def latest_per_source(row: dict[str, Any]) -> dict[str, dg.FloatMetadataValue]:
+    """`per_source`'s figures of another source's latest measurement (a metrics history row)."""
+    error_share = (row.get("details") or {}).get("error_share")
+    values = {
+        "score": row.get("score"),
+        "stale_share": row.get("stale_share"),
+        "lag_p90_h": (row.get("lag_p90_s") or 0.0) / 3600,  # as `per_source` has it
+        "error_share": error_share,
+    }
+    return {k: _float(v) for k, v in values.items() if v is not None and v == v}  # NaN: not plotted
+
+
 @freshness_asset(
     "metrics",
     kinds={"python"},
@@ -52,6 +64,13 @@ def freshness_metrics(
     with freshness.open(context.partition_key) as ctx:
         out = after_run(ctx, stale_share=diff_plan.stale_share, run_id=context.run.run_id)
         history = table(history_values(ctx.store.metrics.history(ctx.name)), HISTORY)
+        # Every source's latest figures, so that each `score/<source>` & co. has a value at
+        # every materialization: the plot draws one line per source, stepping at its runs.
+        others = {
+            s.name: latest_per_source(rows[-1])
+            for s in ctx.settings.sources
+            if s.name != ctx.name and (rows := ctx.store.metrics.history(s.name, limit=1))
+        }
         alert = freshness_alert(out.report, ctx.source.checks)
     r = out.report
     context.log.info(f"{r.source}: {vector_index.line()}")
@@ -75,6 +94,7 @@ def freshness_metrics(
         # The same figures named per source: the asset's Plots (Overview > Metadata, "Events")
         # draw each key over time across every partition's materializations, so a key per
         # source is one line per source, week after week ("Partitions" plots `score` & co.).
+        **{f"{key}/{name}": value for name, values in others.items() for key, value in values.items()},
         **{f"{key}/{r.source}": value for key, value in per_source(r).items()},
         "history": history,
         **({"reindex_requested": out.reindex_requested} if out.reindex_requested else {}),

@@ -1,7 +1,8 @@
 """Freshness per source over time, where the UI plots it: every `freshness_metrics`
-materialization names its score, stale share, lag and error share per source
-(`score/<source>` ...), so the asset's Plots ("Events") draw one line per source across
-runs, not the last run's values; the unnamed keys stay for the "Partitions" plots."""
+materialization names the score, stale share, lag and error share of every source that has
+been measured (`score/<source>` ...: its own run's figures, and each other source's latest),
+so the asset's Plots ("Events") draw one unbroken line per source across runs, not isolated
+points; the unnamed keys stay for the "Partitions" plots."""
 
 from __future__ import annotations
 
@@ -25,18 +26,29 @@ def test_each_run_plots_each_sources_figures_under_keys_that_name_it(
         for _ in range(2):
             for name in ("up", "down"):
                 assert _refresh(instance, name).success
-        records = instance.fetch_materializations(dg.AssetKey("freshness_metrics"), limit=100).records
+        ordered = _oldest_first(instance)
         by_source: dict[str, list[dict[str, float]]] = {}
-        for record in reversed(records):  # oldest first
-            m = record.asset_materialization
-            assert m is not None and m.partition is not None
-            by_source.setdefault(m.partition, []).append(
-                {k: v.value for k, v in m.metadata.items() if isinstance(v, dg.FloatMetadataValue)}
-            )
+        for partition, values in ordered:
+            by_source.setdefault(partition, []).append(values)
         assert sorted(by_source) == ["down", "up"] and all(len(runs) == 2 for runs in by_source.values())
         for source, runs in by_source.items():
-            other = "up" if source == "down" else "down"
             for values in runs:
                 for key in PLOTTED:
                     assert values[f"{key}/{source}"] == values[key], (source, values)
-                    assert f"{key}/{other}" not in values  # a line per source, never mixed
+        # Oldest first, the runs alternate up, down, up, down: from the second on, each also
+        # carries the other source's latest figures, so every key has a value at every point.
+        for (other, previous), (_, current) in zip(ordered, ordered[1:]):
+            for key in PLOTTED:
+                assert current[f"{key}/{other}"] == previous[f"{key}/{other}"], (key, other)
+        assert all(f"{key}/{s}" in values for _, values in ordered[1:] for s in ("up", "down") for key in PLOTTED)
+
+
+def _oldest_first(instance: dg.DagsterInstance) -> list[tuple[str, dict[str, float]]]:
+    """The metrics' materializations, oldest first: (partition, float metadata)."""
+    records = instance.fetch_materializations(dg.AssetKey("freshness_metrics"), limit=100).records
+    out = []
+    for record in reversed(records):
+        m = record.asset_materialization
+        assert m is not None and m.partition is not None
+        out.append((m.partition, {k: v.value for k, v in m.metadata.items() if isinstance(v, dg.FloatMetadataValue)}))
+    return out
