@@ -1,6 +1,6 @@
 """The documentation against the tree: docs/architecture.md is a map of at most 200 lines
-with one diagram, naming only modules that exist, and every link of the README and the docs
-leads to a file and, with an anchor, to a heading of it."""
+with one diagram, naming only modules that exist; every module the README and the docs name
+exists, and every link of theirs leads to a file and, with an anchor, to a heading of it."""
 
 from __future__ import annotations
 
@@ -52,3 +52,11 @@ def test_every_link_of_the_docs_resolves() -> None:
             if not dest.exists() or (anchor and anchor not in _anchors(dest)):
                 broken.append(f"{doc.relative_to(REPO)}: {target}")
     assert broken == []
+
+
+def test_every_module_the_docs_name_exists() -> None:
+    missing = []
+    for doc in [REPO / "README.md", *sorted(DOCS.rglob("*.md"))]:
+        names = {n for n in CODE.findall(doc.read_text()) if n.endswith(".py") and "://" not in n}
+        missing += [f"{doc.relative_to(REPO)}: {n}" for n in sorted(names) if not _exists(n)]
+    assert missing == []
