@@ -12,10 +12,10 @@ Every process that runs Dagster imports several hundred thousand objects (Dagste
 the code location) that live as long as it does; the collections their allocations trigger
 walk them again and again. `collections_paused` keeps the collector out of such a stretch
 and the objects out of later collections: around Dagster's import in `freshness run` and
-around the code location's in every process that loads it (without either, a quiet
-`freshness run` uses 0.6 s more CPU). The `freshness` script also skips Python's final
-collections (`cli.entry`: 0.3 s of CPU of `freshness status`, 0.6 s of a cold `freshness
-search`). Measured with `bench/overhead.py`'s commands, alternated with and without.
+around the code location's in every process that loads it. The `freshness` script also
+skips Python's final collections (`cli.entry`). What each part saves, measured with
+`bench/overhead.py`'s commands alternated with and without it: docs/benchmarks.md, "Run
+overhead".
 """
 
 from __future__ import annotations

@@ -32,14 +32,14 @@ __all__ = [
     "strip_template_blocks",
 ]
 
-# 2: page dates are only the declared ones (core/extract.py): every page is extracted again.
-# 3: link-dense lists kept, <summary> a paragraph, heading-only pages as headings
-# (core/extract.py); unneeded escapes removed; a blank line around code blocks.
-# 4: code as CommonMark reads it (core/blocks.py): indented code and fences in block quotes
-# or deep in list items are never rewritten, and stand apart as the result reads.
-# 5: a template block is the same text at the same place, never one holding code.
-# 6: link lists in <main> written by core/link_lists.py; typography folded in fingerprints
-# (core/fingerprint.py); escapes judged within a render budget.
+# Bump whenever a page's extracted or normalized text, or its fingerprints, would come out
+# differently: the next run of every source fetches and extracts every page again and
+# re-indexes it. What this version makes: a page's date only as it declares it
+# (core/extract.py); the main element's link lists written by core/link_lists.py, <summary>
+# a paragraph, a page of headings alone as its headings; code as CommonMark reads it
+# (core/blocks.py), never rewritten and standing apart from the text; the escapes markdown
+# does not need removed, within a render budget; a template block the same text at the same
+# place, never one holding code; typography folded in fingerprints (core/fingerprint.py).
 NORMALIZER_VERSION = "6"
 
 # --- lines, each code or not ---------------------------------------------------------------

@@ -34,8 +34,8 @@ defs = dg.Definitions(
     executor=refresh_executor(),
     resources={
         # The service keys are read from $OPENAI_API_KEY / $PINECONE_API_KEY when a step
-        # needs them. (Bound as `dg.EnvVar`s when set at import, a key unset by the time a
-        # run started failed that run's config in the same process.)
+        # needs them, not bound as `dg.EnvVar`s here: a binding made at import fails the
+        # config of a run whose key was unset by the time it started.
         "freshness": FreshnessResource(),
         # Outputs under $FRESHNESS_IO_DIR, else the running instance's storage dir.
         "io_manager": dg.FilesystemIOManager(base_dir=os.environ.get("FRESHNESS_IO_DIR")),

@@ -14,11 +14,11 @@ import yaml
 INSTANCE_CONFIG: dict[str, Any] = {
     "telemetry": {"enabled": False},
     # The run's event log keeps INFO and up: each event is one write to the event log, and the
-    # IO manager's DEBUG lines ("Writing file at ...", "Loading partition ...") were a tenth
-    # of a refresh's events. Dagster's own events are kept whatever the level.
+    # IO manager's DEBUG lines ("Writing file at ...", "Loading partition ...") would be a
+    # tenth of a refresh's events. Dagster's own events are kept whatever the level.
     "python_logs": {"python_log_level": "INFO"},
     # Dagster's run queue, dequeued by `dagster-daemon` (which `dg dev` starts) every second
-    # (Dagster's default, 5 s, kept a queued run waiting 2.5 s on average). `freshness run`
+    # (Dagster's default, 5 s, keeps a queued run waiting 2.5 s on average). `freshness run`
     # on the embedded instance executes its runs itself and does not queue.
     "run_coordinator": {
         "module": "dagster._core.run_coordinator",

@@ -77,8 +77,8 @@ def _quantize(fp32: Path, out: Path) -> None:
         # arithmetic stays as built), which quantize_dynamic asks for otherwise on stderr.
         shaped = Path(work) / "model.shaped.onnx"
         quant_pre_process(str(fp32), str(shaped), skip_optimization=True, skip_symbolic_shape=True)
-        # Per-channel scales: per-tensor ones cost MiniLM ~0.05 of cosine to torch (0.95 mean),
-        # per-channel ~0.006 (docs/benchmarks.md).
+        # Per-channel scales: per-tensor ones move MiniLM's vectors several times further from
+        # torch's (docs/benchmarks.md, "Local embedders").
         quantize_dynamic(str(shaped), str(tmp), weight_type=QuantType.QInt8, per_channel=True)
 
 
