@@ -1,13 +1,9 @@
-"""Retrieval text: what the embedder and the full-text index see of a section, and nothing
-a reader needs besides.
+"""Retrieval text: what the embedder sees of a section, and nothing a reader needs besides.
 
 The heading path, then the body's words: link targets, image URLs and markdown markup
-removed (anchor and alt text kept), whitespace normalized. No dates, no chrome. The
-vector's text (`vector_text`) leaves out the page's title above a heading (`vector_path`):
-a section that moves to another page with its heading and words keeps its vector. The
-full-text index reads the whole path (`search_text`). The vector text's hash alone decides
-whether a section is embedded; everything else (the markdown with its links, title,
-`as_of`, URL) is payload, updated without an embedding call.
+removed (anchor and alt text kept), whitespace normalized. No dates, no chrome. Its hash
+alone decides whether a section is embedded; everything else (the markdown with its
+links, title, `as_of`, URL) is payload, updated without an embedding call.
 """
 
 from __future__ import annotations
@@ -21,7 +17,7 @@ from .markdown import parser
 if TYPE_CHECKING:
     from markdown_it.token import Token
 
-__all__ = ["code_parts", "inline_text", "plain_text", "retrieval_text", "search_text", "vector_path", "vector_text"]
+__all__ = ["code_parts", "inline_text", "plain_text", "retrieval_text"]
 
 _NAMESAKE = re.compile(r" \[\d+\]$")  # " [2]" that segment adds to a repeated heading
 
@@ -73,34 +69,6 @@ def code_parts(markdown: str) -> tuple[str, ...]:
 
 def retrieval_text(heading_path: Sequence[str], markdown: str) -> str:
     """Heading path (without namesake counters) and the plain text of the body."""
-    return _joined(_heading(heading_path), plain_text(markdown))
-
-
-def vector_path(heading_path: Sequence[str]) -> tuple[str, ...]:
-    """The heading path as embedded: without its first part (the page's title) when a
-    heading stands under it. The text under the title alone keeps it."""
-    return tuple(heading_path[1:] if len(heading_path) > 1 else heading_path)
-
-
-def vector_text(heading_path: Sequence[str], markdown: str) -> str:
-    """What the embedder sees of a section: its retrieval text under `vector_path`."""
-    return retrieval_text(vector_path(heading_path), markdown)
-
-
-def search_text(heading_path: Sequence[str], embedded: str) -> str:
-    """The full-text index's text of a section whose vector text is `embedded`: the same
-    words under the whole heading path (no second parse of the markdown)."""
-    short, full = _heading(vector_path(heading_path)), _heading(heading_path)
-    if short == full:
-        return embedded
-    if not embedded.startswith(short):
-        raise ValueError(f"{embedded[:80]!r} is not a vector text of the heading path {full!r}")
-    return _joined(full, embedded[len(short) + 1 :] if short else embedded)
-
-
-def _heading(heading_path: Sequence[str]) -> str:
-    return " > ".join(_NAMESAKE.sub("", part) for part in heading_path)
-
-
-def _joined(heading: str, body: str) -> str:
+    heading = " > ".join(_NAMESAKE.sub("", part) for part in heading_path)
+    body = plain_text(markdown)
     return f"{heading}\n{body}" if heading and body else heading or body

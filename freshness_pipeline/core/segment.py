@@ -25,7 +25,7 @@ from freshness_pipeline.core.boundaries import spans
 from freshness_pipeline.core.fingerprint import content_hash, fold_typography, simhash
 from freshness_pipeline.core.models import Section
 from freshness_pipeline.core.pieces import Piece, anchor, list_items, render, table_rows, words
-from freshness_pipeline.core.retrieval import inline_text, retrieval_text, vector_path
+from freshness_pipeline.core.retrieval import inline_text, retrieval_text
 from freshness_pipeline.core.tokens import get_encoding
 
 __all__ = ["CHUNKER_VERSION", "TokenCount", "section_key", "segment"]
@@ -33,12 +33,11 @@ __all__ = ["CHUNKER_VERSION", "TokenCount", "section_key", "segment"]
 # Bump whenever keys, chunk boundaries or embed texts would come out differently. What this
 # version cuts: headings as CommonMark reads them (core/blocks.py), a page of headings alone
 # as one section of them; embed text is the retrieval text (heading path, words; no links or
-# markup; no page title above a heading: core/retrieval.py), counted against the budget
-# with the embedder's tokenizer; a section over the budget is cut where its pieces' words
-# say (core/boundaries.py), a table row starting a chunk brings the table's header, and a
-# chunk's id is its section key and content anchor.
+# markup), counted against the budget with the embedder's tokenizer; a section over the
+# budget is cut where its pieces' words say (core/boundaries.py), a table row starting a
+# chunk brings the table's header, and a chunk's id is its section key and content anchor.
 # A page's chunks depend on its text and the chunking settings alone.
-CHUNKER_VERSION = "7"
+CHUNKER_VERSION = "6"
 
 TokenCount = Callable[[str], int]  # tokens of a text, as the embedder will count them
 
@@ -273,7 +272,7 @@ def segment(
         if not blocks:
             continue
         key = section_key(url, path)
-        chunker = _Chunker(budget, count, vector_path(path))  # embeds no page title above a heading
+        chunker = _Chunker(budget, count, path)
         for index, chunk in enumerate(chunker.chunks(blocks)):
             text = chunk.text
             embed_text, tokens = chunker.measure(text)

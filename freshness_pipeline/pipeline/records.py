@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from .. import progress
 from ..adapters.vectorstores.base import VectorRecord
 from ..core.models import Section
-from ..core.retrieval import search_text, vector_text
+from ..core.retrieval import retrieval_text
 from ..core.state import SourceState
 from ..core.versions import namespace
 from .context import SourceContext
@@ -52,7 +52,7 @@ def restore_from_manifest(ctx: SourceContext, state: SourceState, ids: Collectio
 def _live(s: Section) -> Section:
     """A manifest section as its record reads: its retrieval text made from the text it
     shows (a forgiven edit's manifest row keeps the retrieval text that was embedded)."""
-    return replace(s, embed_text=vector_text(s.heading_path, s.text))
+    return replace(s, embed_text=retrieval_text(s.heading_path, s.text))
 
 
 def vectors_for(
@@ -127,8 +127,7 @@ def metadata(s: Section, source: str, version: int, now: float) -> dict[str, obj
         "heading_path": s.heading,
         "content_hash": s.content_hash,
         "text": s.text,  # markdown, links kept
-        # the words of `text` under the whole heading path: the full-text part of a search reads it
-        "retrieval_text": search_text(s.heading_path, s.embed_text),
+        "retrieval_text": s.embed_text,  # the words of `text`: the full-text part of a search reads it
         "title": s.title,
         "as_of": s.as_of,
         "source": source,

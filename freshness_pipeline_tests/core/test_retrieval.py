@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from freshness_pipeline.core.extract import extract
 from freshness_pipeline.core.noise import normalize
-from freshness_pipeline.core.retrieval import plain_text, retrieval_text, search_text, vector_text
+from freshness_pipeline.core.retrieval import plain_text, retrieval_text
 from freshness_pipeline.core.segment import segment
 
 
@@ -34,27 +34,6 @@ def test_the_heading_path_leads_without_namesake_counters() -> None:
     assert retrieval_text(("Guide", "Example [2]"), "Body [x](https://x.test).") == "Guide > Example\nBody x."
     assert retrieval_text((), "Body") == "Body"
     assert retrieval_text(("Only a heading",), "") == "Only a heading"
-
-
-def test_the_vector_text_leaves_the_page_title_above_a_heading_out_the_full_text_keeps_it() -> None:
-    """A section's vector text does not name its page: the same heading and words under
-    another page's title embed the same text. The page's own text keeps its title."""
-    assert vector_text(("Settings", "Proxy [2]", "Example"), "Body.") == "Proxy > Example\nBody."
-    assert vector_text(("Settings",), "Intro.") == "Settings\nIntro."
-    assert vector_text((), "Body") == "Body"
-    for path, md in [
-        (("Settings", "Proxy [2]"), "Body [x](https://x.test)."),
-        (("A", "B"), ""),
-        (("T",), "b"),
-        ((), "b"),
-    ]:
-        assert search_text(path, vector_text(path, md)) == retrieval_text(path, md)
-    (intro, proxy, example), (moved, moved_example) = (
-        segment("https://d.test/settings", "# Settings\n\nIntro.\n\n## Proxy\n\nUse it.\n\n### Example\n\nx = 1\n"),
-        segment("https://d.test/network", "# Network settings\n\n## Proxy\n\nUse it.\n\n### Example\n\nx = 1\n"),
-    )
-    assert (moved.content_hash, moved_example.content_hash) == (proxy.content_hash, example.content_hash)
-    assert moved.key != proxy.key and intro.embed_text == "Settings\nIntro."
 
 
 def test_a_link_target_edit_keeps_the_hash_a_word_edit_changes_it() -> None:

@@ -6,7 +6,6 @@ and `freshness resolve OLD_KEY` finds the section.
 from __future__ import annotations
 
 import copy
-import json
 import random
 from pathlib import Path
 
@@ -98,34 +97,3 @@ def test_a_section_split_under_new_headings_redirects_its_key_once(
             first,
             [old_key],
         )
-
-
-def test_a_page_split_under_new_titles_keeps_every_vector(dagster_home: Path) -> None:
-    """One page becomes two, each section under a new page title with its heading and text:
-    the vector text holds no page title, so every section moves with its vector (nothing
-    embedded), its old key redirects, and the full-text index reads the new title."""
-    rng = random.Random(8)
-    network, storage = paragraph(rng), paragraph(rng)
-    with DocsSite() as site:
-        fr = Freshness(dagster_home / "sources.yaml", site.sitemap_url)
-        site.publish({"settings.md": f"# Settings\n\n## Proxy\n\n{network}\n\n## Disk\n\n{storage}\n"})
-        fr.run()
-        before = by_heading(fr.dump())
-
-        site.publish(
-            {
-                "settings/network.md": f"# Network settings\n\n## Proxy\n\n{network}\n",
-                "settings/storage.md": f"# Storage settings\n\n## Disk\n\n{storage}\n",
-            }
-        )
-        c = fr.run()
-        assert (c["embedded"], c["upserted"], c["deleted"], c["sections_moved"]) == (0, 2, 2, 2), c
-        after = by_heading(fr.dump())
-        assert sorted(after) == ["Network settings > Proxy", "Storage settings > Disk"]
-        for old_heading, new_heading in (("Proxy", "Network settings > Proxy"), ("Disk", "Storage settings > Disk")):
-            old, new = before[f"Settings > {old_heading}"], after[new_heading]
-            assert (new["text"], new["content_hash"]) == (old["text"], old["content_hash"])
-            assert fr.resolve(old["key"])["key"] == new["key"]
-        found = json.loads(fr.cli("search", "storage settings", "--explain", "--json"))
-        assert found[0]["heading_path"] == "Storage settings > Disk", found
-        assert "text #1 " in found[0]["explain"], found
