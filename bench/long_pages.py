@@ -147,7 +147,7 @@ def _paragraph(r: random.Random) -> str:
 
 
 def _setting(r: random.Random, group: str, n: int) -> str:
-    """One `##` setting of about 1.2 KB: two paragraphs, a type table and an example."""
+    """One `##` setting of about 1 KB: two paragraphs, a type table and an example."""
     name, kind = f"{group}.option_{n}", r.choice(["int", "str", "bool", "float"])
     return (
         f"## `{name}`\n\n{_paragraph(r)}\n\n{_paragraph(r)}\n\n| type | default |\n| --- | --- |\n"
