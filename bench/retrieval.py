@@ -114,7 +114,9 @@ class Home:
             ctx.close()
 
 
-def bench(name: str, root: Path, work: Path, embedder: dict[str, str]) -> list[tuple[str, str, str, int, Score]]:
+def bench(
+    name: str, root: Path, work: Path, embedder: dict[str, str], last_only: bool = False
+) -> list[tuple[str, str, str, int, Score]]:
     from bench.corpora import build_noise, first_seen, load_revisions
     from freshness_pipeline.adapters.embedders import make_embedder
     from freshness_pipeline.config import EmbedderConfig
@@ -122,23 +124,24 @@ def bench(name: str, root: Path, work: Path, embedder: dict[str, str]) -> list[t
 
     revisions = load_revisions(root / name)
     dates = first_seen(revisions)
+    homes = {"full": [revisions[-1]]} if last_only else {"incremental": revisions, "full": [revisions[-1]]}
+    indexes: dict[str, Home] = {}
     with DocsSite() as site:
-        incremental = Home(work / f"{name}-incremental", name, site.sitemap_url, embedder)
-        full = Home(work / f"{name}-full", name, site.sitemap_url, embedder)
-        started = time.perf_counter()
-        for rev in revisions:
-            site.publish(rev.docs, noise=build_noise(rev.number + 1, dates))
-            incremental.run()
-        print(
-            f"{name}: incremental r0..r{revisions[-1].number} in {time.perf_counter() - started:.0f}s", file=sys.stderr
-        )
-        started = time.perf_counter()
-        full.run()
-        print(f"{name}: full r{revisions[-1].number} in {time.perf_counter() - started:.0f}s", file=sys.stderr)
+        for index, revs in homes.items():
+            indexes[index] = Home(work / f"{name}-{index}", name, site.sitemap_url, embedder)
+            started = time.perf_counter()
+            for rev in revs:
+                site.publish(rev.docs, noise=build_noise(rev.number + 1, dates))
+                indexes[index].run()
+            took = time.perf_counter() - started
+            print(f"{name}: {index} r{revs[0].number}..r{revs[-1].number} in {took:.0f}s", file=sys.stderr)
+    full = indexes["full"]
     records = full.records()
     held = {r["id"]: (r["content_hash"], r["text"]) for r in records}
-    other = {r["id"]: (r["content_hash"], r["text"]) for r in incremental.records()}
-    if other != held:
+    if (
+        "incremental" in indexes
+        and (other := {r["id"]: (r["content_hash"], r["text"]) for r in indexes["incremental"].records()}) != held
+    ):
         differ = sorted(i for i in held.keys() & other.keys() if held[i] != other[i])
         raise SystemExit(
             f"{name}: the incremental index does not hold the full index's records: "
@@ -149,9 +152,11 @@ def bench(name: str, root: Path, work: Path, embedder: dict[str, str]) -> list[t
     qs = questions(records)
     config = EmbedderConfig.model_validate(embedder)
     vectors = [v.tolist() for v in make_embedder(config).embed([q.text for q in qs])]
-    found = {"full": full.search(qs, vectors), "incremental": incremental.search(qs, vectors)}
+    found = {index: home.search(qs, vectors) for index, home in indexes.items()}
     for mode, lists in found["full"].items():
-        if other_hits := sum(a != b for a, b in zip(lists, found["incremental"][mode], strict=True)):
+        if "incremental" in found and (
+            other_hits := sum(a != b for a, b in zip(lists, found["incremental"][mode], strict=True))
+        ):
             DIFFERENCES.append(
                 f"{name} {mode}: {other_hits} of {len(qs)} questions get other hits from the incremental index"
             )
@@ -171,6 +176,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.retrieval", description=__doc__.split("\n\n")[0])
     p.add_argument("--corpus", action="append", choices=CORPORA, help="one corpus (repeatable; default: all)")
     p.add_argument("--embedder", default="local", choices=["local", "hashing"])
+    p.add_argument(
+        "--last-only",
+        action="store_true",
+        help="only the full index of the last revision (no incremental one to compare)",
+    )
     p.add_argument("--backend", choices=["torch", "onnx", "onnx-int8"], help="the local model's (default: its default)")
     args = p.parse_args(argv)
     os.environ.setdefault("FRESHNESS_PROGRESS", "off")
@@ -178,7 +188,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load before: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
     embedder = {"provider": args.embedder, **({"backend": args.backend} if args.backend else {})}
     with tempfile.TemporaryDirectory(prefix="freshness-retrieval-") as tmp:
-        rows = [(name, *row) for name in args.corpus or CORPORA for row in bench(name, root, Path(tmp), embedder)]
+        rows = [
+            (name, *row)
+            for name in args.corpus or CORPORA
+            for row in bench(name, root, Path(tmp), embedder, args.last_only)
+        ]
     same = "same hits" if not DIFFERENCES else "OTHER HITS: " + "; ".join(DIFFERENCES)
     print(f"embedder: {embedder}; incremental and full indexes: same records, {same}")
     print("| corpus | questions | index | mode | hit@1 | hit@5 | MRR |")

@@ -97,3 +97,28 @@ def test_a_section_split_under_new_headings_redirects_its_key_once(
             first,
             [old_key],
         )
+
+
+def test_a_page_split_under_new_titles_embeds_each_section_once(dagster_home: Path) -> None:
+    """One page becomes two, each section under a new page title with its heading and text:
+    the vector text starts with the page title, so each section is embedded once more (what
+    `bench/long_pages.py` counts for a split) and the old page's records go."""
+    rng = random.Random(8)
+    network, storage = paragraph(rng), paragraph(rng)
+    with DocsSite() as site:
+        fr = Freshness(dagster_home / "sources.yaml", site.sitemap_url)
+        site.publish({"settings.md": f"# Settings\n\n## Proxy\n\n{network}\n\n## Disk\n\n{storage}\n"})
+        fr.run()
+        site.publish(
+            {
+                "settings/network.md": f"# Network settings\n\n## Proxy\n\n{network}\n",
+                "settings/storage.md": f"# Storage settings\n\n## Disk\n\n{storage}\n",
+            }
+        )
+        c = fr.run()
+        assert (c["embedded"], c["upserted"], c["deleted"], c["sections_moved"]) == (2, 2, 2, 0), c
+        after = by_heading(fr.dump())
+        assert {h: r["text"] for h, r in after.items()} == {
+            "Network settings > Proxy": network,
+            "Storage settings > Disk": storage,
+        }
