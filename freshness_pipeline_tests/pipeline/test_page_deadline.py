@@ -39,6 +39,11 @@ def test_processing_past_the_page_deadline_is_an_error_naming_it() -> None:
     late = extract_one(ExtractJob(URL, PAGE, (), deadline_s=1e-9))
     assert late.markdown == "" and late.error is not None
     assert "over fetch.page_deadline_s (1e-09s)" in late.error and "keeps it" in late.error
+    # Read after extraction (1 s in: within 1.5 s) and after normalization (2 s: past it).
+    late = extract_one(ExtractJob(URL, PAGE, (), deadline_s=1.5), Ticks())
+    assert late.error == (
+        "processing the page took 2.0s, over fetch.page_deadline_s (1.5s): not read (a page with text keeps it)"
+    )
 
 
 def test_processing_within_the_deadline_reads_the_page() -> None:
