@@ -3,7 +3,8 @@
 Three generated pages, each holding `--mb` MB of text in one shape, through the path a
 crawled page takes: extraction and normalization (`pipeline/workers.extract_one`, as the
 crawl's pool runs it), then segmentation and fingerprints (`segment_one`, the default
-chunk policy: cl100k, 400 tokens), then the text shape and sketch the outage holds read:
+embedder's chunking: its wordpieces, 256 per chunk), then the text shape and sketch the
+outage holds read:
 
   token   one word with no space and no `/` (minified data in a paragraph)
   line    one paragraph of words on one line

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from .markdown import parser
@@ -20,6 +21,17 @@ if TYPE_CHECKING:
 __all__ = ["code_parts", "inline_text", "plain_text", "retrieval_text"]
 
 _NAMESAKE = re.compile(r" \[\d+\]$")  # " [2]" that segment adds to a repeated heading
+
+# Text whose words CommonMark reads as they are written, so that a long code block's lines
+# and a long line's windows are measured without a parse each: one line of indented code,
+# or paragraph lines alone. A paragraph line is none blank, indented as code, or opening a
+# block (heading, quote, list, rule, setext underline, fence, HTML, link reference), and
+# holds no character an inline rule reads (escape, code, emphasis, link, HTML, entity; an
+# underscore inside a word is none) and no table pipe. Neither holds what `normalize`
+# rewrites (a carriage return, NUL).
+_CODE_LINE = re.compile(r"(?: {0,3}\t| {4})[^\n\r\x00]*")
+_BLOCK_MARK = re.compile(r"^(?: {0,3}(?:[\t#>*+\-=_`~<\[]|\d+[.)])| {4}|[ \t]*$)", re.MULTILINE)
+_INLINE_MARK = re.compile(r"[\\`*\[\]<&|~\r\x00]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 
 
 def _inline(children: Sequence[Token] | None) -> str:
@@ -35,8 +47,15 @@ def _inline(children: Sequence[Token] | None) -> str:
     return "".join(out)
 
 
+@lru_cache(maxsize=4)  # a piece's words: read for its size, then for its fingerprint
 def plain_text(markdown: str) -> str:
     """The words of `markdown`, one line per block, single spaces within a block."""
+    if _CODE_LINE.fullmatch(markdown) or (_BLOCK_MARK.search(markdown) or _INLINE_MARK.search(markdown)) is None:
+        return " ".join(markdown.split())  # what the parse below makes of it
+    return _parsed_text(markdown)
+
+
+def _parsed_text(markdown: str) -> str:
     blocks: list[str] = []
     for tok in parser().parse(markdown):
         if tok.type == "inline":

@@ -149,8 +149,12 @@ class _Chunker:
         body = "\n\n".join(b.text for b in blocks)
         if self.fits(body):
             return [_Chunk(body, "0")]
-        pieces = [p for i, block in enumerate(blocks) for p in self._block_pieces(block, i)]
-        fps = [words(p) for p in pieces]  # markup-only edits move no cut
+        pieces: list[Piece] = []
+        fps: list[int] = []  # markup-only edits move no cut
+        for i, block in enumerate(blocks):
+            for p in self._block_pieces(block, i):  # each piece counted as it is cut
+                pieces.append(p)
+                fps.append(words(p))  # its words read while they are the last ones counted
         sizes, header = [], []  # tokens of each piece in a chunk; of its header, if it starts one
         for i, p in enumerate(pieces):
             own = self.count(p.opening(None)) - self.base + 1

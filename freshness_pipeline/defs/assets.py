@@ -183,7 +183,9 @@ def section_manifest(
             "resegmented_pages": out.resegmented_pages,
             "sections": out.sections,
             "gone_pages": out.gone_pages,
-            "segmentation_errors": out.errors,
+            "segmentation_errors": len(out.errors),
+            # Pages whose text could not be segmented: the CLI prints them with the crawl's errors.
+            "pages_in_error": dg.MetadataValue.json(dict(sorted(out.errors.items())[:REVIEW_SHOWN])),
             **({"reindex_reason": out.reindex_reason} if out.reindex_reason else {}),
             "seconds": round(out.seconds, 3),
             "warnings": dg.MetadataValue.json(out.warnings),

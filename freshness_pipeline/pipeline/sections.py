@@ -44,7 +44,7 @@ class SectionsReport:
     resegmented_pages: int = 0
     sections: int = 0  # of the re-segmented pages
     gone_pages: int = 0  # pages whose sections must go
-    errors: int = 0  # pages that could not be segmented (their sections stay)
+    errors: dict[str, str] = field(default_factory=dict)  # page -> why it could not be segmented (its sections stay)
     reindex_reason: str | None = None
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)  # settings that change nothing, ...
@@ -90,7 +90,15 @@ def _stage(
     blocks = frozenset(template_blocks)
     texts = ctx.store.pages.iter_markdown(src.name, sorted(dirty), run_id=out.run_id)  # by chunks, not all at once
     jobs = (
-        SegmentJob(url, md, pages[url].page_date, pages[url].title, _blocks(pages[url], fresh, blocks), ctx.tokenizer)
+        SegmentJob(
+            url,
+            md,
+            pages[url].page_date,
+            pages[url].title,
+            _blocks(pages[url], fresh, blocks),
+            ctx.tokenizer,
+            src.fetch.page_deadline_s,
+        )
         for url, md in texts
     )
     results = parallel_map(segment_one, jobs)
@@ -100,7 +108,7 @@ def _stage(
         for url, result in part:
             if isinstance(result, str):
                 decided.append(StagedPage(url, error=result))  # keeps its old sections: out of the plan
-                out.errors += 1
+                out.errors[url] = result
                 continue
             sections.extend(result.sections)
             decided.append(StagedPage(url, signature=dirty[url], cut_blocks=tuple(sorted(result.blocks))))

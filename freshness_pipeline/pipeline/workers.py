@@ -18,10 +18,11 @@ from typing import NamedTuple, TypeVar
 from ..adapters.embedders.tokenizer import TokenizerSpec
 from ..core.models import PageText, Section
 from ..core.noise import RULES, normalize, strip_template_blocks
-from ..core.segment import segment
+from ..core.segment import TokenCount, segment
 
 T = TypeVar("T")
 R = TypeVar("R")
+Clock = Callable[[], float]  # seconds, monotonic
 
 # Below this many items a pool costs more than it saves: each spawned worker starts an
 # interpreter and imports the extraction modules before its first page. Where the two cross
@@ -47,21 +48,23 @@ class SegmentJob:
     title: str | None
     template_blocks: frozenset[str]
     tokenizer: TokenizerSpec
+    deadline_s: float | None = None  # `fetch.page_deadline_s`: segmenting past it is an error
 
 
-def extract_one(job: ExtractJob) -> PageText:
+def extract_one(job: ExtractJob, clock: Clock = time.monotonic) -> PageText:
     # trafilatura loads with the first page a process extracts: a run whose pages all came
     # back unchanged extracts none, and so does the code location's load (0.1 s each).
     from ..core.extract import extract
 
-    started = time.monotonic()
+    started = clock()
+    unread = "not read (a page with text keeps it)"
     try:
         page = extract(job.html, job.url)
         if page.error:
             return PageText(job.url, "", None, None, error=page.error)
-        if (late := _late(job, started)) is None:
+        if (late := _late(job.deadline_s, clock() - started, unread)) is None:
             md = normalize(page.markdown, url=job.url, disabled=job.disabled_rules)
-            late = _late(job, started)
+            late = _late(job.deadline_s, clock() - started, unread)
         if late is not None:
             return PageText(job.url, "", None, None, error=late)
         return PageText(job.url, md, page.title, page.date)
@@ -69,16 +72,16 @@ def extract_one(job: ExtractJob) -> PageText:
         return PageText(job.url, "", None, None, error=f"extraction failed: {exc!r}"[:500])
 
 
-def _late(job: ExtractJob, started: float) -> str | None:
+def _late(deadline_s: float | None, spent: float, outcome: str) -> str | None:
     """Why the page's text is not used when its processing outlasted its deadline: the
-    page is flagged and keeps its last text (checked between stages: a stage is not cut)."""
-    spent = time.monotonic() - started
-    if job.deadline_s is None or spent <= job.deadline_s:
+    page is flagged and keeps what it had (`outcome` says what)."""
+    if deadline_s is None or spent <= deadline_s:
         return None
-    return (
-        f"processing the page took {spent:.1f}s, over fetch.page_deadline_s ({job.deadline_s:g}s): "
-        "not read (a page with text keeps it)"
-    )
+    return f"processing the page took {spent:.1f}s, over fetch.page_deadline_s ({deadline_s:g}s): {outcome}"
+
+
+class _Late(Exception):
+    """Raised through the segmenter when the page's deadline has passed."""
 
 
 class Cut(NamedTuple):
@@ -86,17 +89,36 @@ class Cut(NamedTuple):
     blocks: frozenset[str]  # the fingerprints of the template blocks the page's text had
 
 
-def segment_one(job: SegmentJob) -> tuple[str, Cut | str]:
-    """Sections of one page, or an error message naming what went wrong."""
+def segment_one(job: SegmentJob, clock: Clock = time.monotonic) -> tuple[str, Cut | str]:
+    """Sections of one page, or an error message naming what went wrong. The deadline is
+    checked at every token count: each section, each piece a long one is cut into, and
+    each chunk is counted."""
+    started = clock()
     try:
         # Rules already ran at extraction; here only the source's template blocks go.
         md = normalize(job.markdown, url=job.url, disabled=RULES.keys())
         md, stripped = strip_template_blocks(md, job.template_blocks)
         t = job.tokenizer
-        sections = segment(job.url, md, page_date=job.page_date, title=job.title, budget=t.budget, count=t.counter())
+        count = _bounded(t.counter(), job.deadline_s, lambda: clock() - started)
+        sections = segment(job.url, md, page_date=job.page_date, title=job.title, budget=t.budget, count=count)
         return job.url, Cut(sections, stripped)
+    except _Late as late:
+        return job.url, str(late)
     except Exception as exc:
         return job.url, f"segmentation failed: {exc!r}"[:500]
+
+
+def _bounded(count: TokenCount, deadline_s: float | None, spent: Clock) -> TokenCount:
+    """`count`, raising `_Late` once the page has spent its deadline."""
+    if deadline_s is None:
+        return count
+
+    def bounded(text: str) -> int:
+        if late := _late(deadline_s, spent(), "not segmented (its records stay as they are)"):
+            raise _Late(late)
+        return count(text)
+
+    return bounded
 
 
 def parallel_map(fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:

@@ -17,14 +17,17 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from freshness_pipeline.core import retrieval
 from freshness_pipeline.core.blocks import code_spans
 from freshness_pipeline.core.fingerprint import fuzzy_unchanged, simhash
 from freshness_pipeline.core.noise import normalize
 from freshness_pipeline.core.observe import near_empty_key
 from freshness_pipeline.core.responses import _words, looks_soft_404, text_shape, text_sketch
+from freshness_pipeline.core.retrieval import _parsed_text, plain_text
 from freshness_pipeline.core.segment import segment
 from freshness_pipeline.pipeline.workers import ExtractJob, extract_one
 
@@ -131,3 +134,72 @@ def test_a_long_line_saying_built_with_is_no_build_line() -> None:
     prose = "Built with care: " + "release v2 adds 3 modes. " * 20
     assert normalize(prose, url=URL) == prose.strip()
     assert normalize(prose + "x" * 100_000, url=URL) == prose + "x" * 100_000
+
+
+# Text read as written (`retrieval._CODE_LINE`, `_BLOCK_MARK`, `_INLINE_MARK`) against the
+# parse it skips: every character a rule may read, at line starts, in words and alone.
+_MARKS = "aZ1_ \t\n\r\x00\x0b\x0c\x1c\x85\u00a0\u2028\u3000*`\\[]()<>#-+=:.|!~&;'\"é"
+_PARTS = ["a", "x_1", "a_b", "_a", "a_", "__", " ", "    ", "\t", "\n", "\n\n", "1.", "2)", "=", "-", "+", "#", ">"]
+_PARTS += ["~", "|", "*", "`", "[", "]", "<", "&amp;", "\\", "\r", "\x00", "\x0c", "\u00a0", "(x)", ":", "!"]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet=_MARKS, max_size=30) | st.lists(st.sampled_from(_PARTS), max_size=12).map("".join))
+def test_text_read_as_written_has_the_words_the_parse_gives(text: str) -> None:
+    assert plain_text(text) == _parsed_text(text)
+
+
+def long_markdown(shape: str, unit: str, size: int) -> str:
+    """A section of `size` characters in one token, one line or one code block."""
+    if shape == "token":
+        body = "Data: " + (unit * (size // len(unit) + 1))[:size]
+    elif shape == "line":
+        body = ((unit + " ") * (size // (len(unit) + 1) + 1))[:size]
+    else:
+        body = "```\n" + "\n".join([unit] * (size // (len(unit) + 1) + 1))[:size] + "\n```"
+    return f"# Long\n\n{body}\n"
+
+
+def segment_work(markdown: str, monkeypatch: pytest.MonkeyPatch) -> tuple[int, int, int]:
+    """(markdown parses, token counts, chunks) of segmenting `markdown`."""
+    parses, counts = 0, 0
+    parsed = retrieval._parsed_text
+
+    def parse(text: str) -> str:
+        nonlocal parses
+        parses += 1
+        return parsed(text)
+
+    def count(text: str) -> int:
+        nonlocal counts
+        counts += 1
+        return len(text) // 4 + 1
+
+    with monkeypatch.context() as m:
+        m.setattr(retrieval, "_parsed_text", parse)
+        retrieval.plain_text.cache_clear()
+        chunks = len(segment(URL, markdown, budget=400, count=count))
+    return parses, counts, chunks
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(shape=st.sampled_from(["token", "line", "code"]), unit=UNITS)
+def test_segmenting_parses_each_text_it_measures_once(shape: str, unit: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A piece's words are read once for its size and its fingerprint, and the counts grow
+    with the text: 100,000 characters cost twice what 50,000 do."""
+    small = segment_work(long_markdown(shape, unit, N), monkeypatch)
+    parses, counts, chunks = segment_work(long_markdown(shape, unit, 2 * N), monkeypatch)
+    assert parses <= counts, (shape, unit, parses, counts)
+    assert counts <= 2.5 * small[1] + 10 and chunks <= 2.5 * small[2] + 2, (shape, unit, small, counts, chunks)
+
+
+@pytest.mark.parametrize(
+    ("shape", "unit"), [("token", "a1b2c3d4"), ("line", "timeout"), ("code", "value_1 = compute(i, 2) + 1")]
+)
+def test_long_text_without_markup_is_measured_without_a_parse_per_piece(
+    shape: str, unit: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """100,000 characters of words, windows of a token or code lines are read as written:
+    only the texts holding the fence (the block, its first and last chunks) are parsed."""
+    parses, counts, chunks = segment_work(long_markdown(shape, unit, 2 * N), monkeypatch)
+    assert chunks > 50 and parses <= 6, (shape, parses, counts, chunks)
