@@ -93,7 +93,15 @@ def segment_one(job: SegmentJob) -> tuple[str, Cut | str]:
         md = normalize(job.markdown, url=job.url, disabled=RULES.keys())
         md, stripped = strip_template_blocks(md, job.template_blocks)
         t = job.tokenizer
-        sections = segment(job.url, md, page_date=job.page_date, title=job.title, budget=t.budget, count=t.counter())
+        sections = segment(
+            job.url,
+            md,
+            page_date=job.page_date,
+            title=job.title,
+            budget=t.budget,
+            count=t.counter(),
+            target_share=t.target_share,
+        )
         return job.url, Cut(sections, stripped)
     except Exception as exc:
         return job.url, f"segmentation failed: {exc!r}"[:500]
