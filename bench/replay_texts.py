@@ -10,7 +10,8 @@ shows here as sections and texts gained or lost, in seconds and without Dagster.
 
 With `--peers` (the `[peers]` extra), LangChain's `index()` with the whole site in one
 batch (as in `bench/peers.py`) indexes the same pages' extracted markdown at every step,
-and its characters embedded per step are printed beside ours.
+and its characters embedded per step are printed beside ours. `--target-share N` chunks
+with `chunking.target_share: N` (a long section's runs aim at budget/N).
 """
 
 from __future__ import annotations
@@ -25,16 +26,16 @@ from freshness_pipeline.adapters.embedders.tokenizer import tokenizer_for
 from freshness_pipeline.config import ChunkPolicy, EmbedderConfig
 from freshness_pipeline.core.extract import extract
 from freshness_pipeline.core.noise import normalize
-from freshness_pipeline.core.segment import segment
+from freshness_pipeline.core.segment import TARGET_SHARE, segment
 from freshness_pipeline.core.urls import normalize_url
 from freshness_pipeline.demo.render import page_path
 
 BASE = "http://127.0.0.1:1/"
 
 
-def replay(corpus: str, provider: str) -> list[tuple[int, int, int]]:
+def replay(corpus: str, provider: str, share: int = TARGET_SHARE) -> list[tuple[int, int, int]]:
     """(sections, new texts, their characters) per revision, r0 first."""
-    spec = tokenizer_for(EmbedderConfig(provider=provider), ChunkPolicy())
+    spec = tokenizer_for(EmbedderConfig(provider=provider), ChunkPolicy(target_share=share))
     count = spec.counter()
     revisions = load_revisions(corpora_root() / corpus)
     dates = first_seen(revisions)
@@ -49,7 +50,7 @@ def replay(corpus: str, provider: str) -> list[tuple[int, int, int]]:
                 url = normalize_url(BASE + page_path(rel))
                 page = extract(clean_page(rel, source, dates[rel]), url)
                 markdown = normalize(page.markdown, url=url)
-                made = segment(url, markdown, budget=spec.budget, count=count)
+                made = segment(url, markdown, budget=spec.budget, count=count, target_share=spec.target_share)
                 pages[(rel, source)] = {s.content_hash: s.embed_text for s in made}
                 sections += len(made)
             else:
@@ -85,13 +86,20 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.replay_texts", description=__doc__.split("\n\n")[0])
     p.add_argument("--corpus", choices=CORPORA, action="append", help="default: every corpus")
     p.add_argument("--peers", action="store_true", help="LangChain one batch beside ours (the [peers] extra)")
+    p.add_argument(
+        "--target-share",
+        type=int,
+        choices=range(2, 9),
+        metavar="N",
+        help=f"chunk target budget/N (default {TARGET_SHARE})",
+    )
     args = p.parse_args(argv)
     started = time.perf_counter()
     print("| corpus | chunking | sections at r9 | r0 texts / chars | r1..r9 texts / chars | chars per step r1..r9 |")
     print("| --- | --- | ---: | ---: | ---: | --- |")
     for corpus in args.corpus or CORPORA:
         for provider in ("local", "hashing"):
-            rows = replay(corpus, provider)
+            rows = replay(corpus, provider, args.target_share or TARGET_SHARE)
             steps = rows[1:]
             print(
                 f"| {corpus} | {provider} | {rows[-1][0]} | {rows[0][1]} / {rows[0][2]:,} "

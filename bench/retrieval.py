@@ -9,6 +9,17 @@ loopback site (`DocsSite`, with the corpus replay's build noise) and indexed twi
 
 (`noise.fuzzy_threshold: 0`, as in the corpus replay: every changed text is embedded again.)
 
+`--last-only` builds the full index alone. That is sound for comparing chunk targets or
+models: a page's chunks depend only on its text and the chunking settings, so an
+incremental index holds the records of a fresh index of the same text and gives the same
+hits (asserted by `freshness_pipeline_tests/corpus/test_incremental_hits.py`, and by the
+default run here on every corpus), while indexing every revision costs most of the run.
+
+`--target-share N` indexes with `chunking.target_share: N` in the sources file it writes
+(a long section's runs aim at budget/N; default: `TARGET_SHARE` in `core/segment.py`): the
+chunk target changes with no code edited, in this process and in the segment workers alike.
+Questions come from each section's chunks joined, so they are nearly the same at any target.
+
 Questions are built from the full index's records, the same on every run (a generator
 seeded by each section's URL path and heading path; `bench/questions.py`):
 
@@ -61,7 +72,7 @@ class Score:
 class Home:
     """One state home, driven through the `freshness` command line in this process."""
 
-    def __init__(self, home: Path, name: str, sitemap: str, embedder: dict[str, str]) -> None:
+    def __init__(self, home: Path, name: str, sitemap: str, embedder: dict[str, str], chunking: dict[str, int]) -> None:
         home.mkdir(parents=True)
         (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
         self.home, self.name = home, name
@@ -73,6 +84,7 @@ class Home:
             "sitemap": sitemap,
             "noise": {"fuzzy_threshold": 0},
             "checks": {"spike_min_share": 1.0},
+            "chunking": chunking,
         }
         self.sources.write_text(json.dumps({"sources": [source], "embedder": embedder}))
 
@@ -115,7 +127,12 @@ class Home:
 
 
 def bench(
-    name: str, root: Path, work: Path, embedder: dict[str, str], last_only: bool = False
+    name: str,
+    root: Path,
+    work: Path,
+    embedder: dict[str, str],
+    last_only: bool = False,
+    chunking: dict[str, int] | None = None,
 ) -> list[tuple[str, str, str, int, Score]]:
     from bench.corpora import build_noise, first_seen, load_revisions
     from freshness_pipeline.adapters.embedders import make_embedder
@@ -128,7 +145,7 @@ def bench(
     indexes: dict[str, Home] = {}
     with DocsSite() as site:
         for index, revs in homes.items():
-            indexes[index] = Home(work / f"{name}-{index}", name, site.sitemap_url, embedder)
+            indexes[index] = Home(work / f"{name}-{index}", name, site.sitemap_url, embedder, chunking or {})
             started = time.perf_counter()
             for rev in revs:
                 site.publish(rev.docs, noise=build_noise(rev.number + 1, dates))
@@ -172,6 +189,7 @@ def bench(
 
 def main(argv: list[str] | None = None) -> int:
     from bench.corpora import CORPORA, corpora_root
+    from freshness_pipeline.core.segment import TARGET_SHARE
 
     p = argparse.ArgumentParser(prog="python -m bench.retrieval", description=__doc__.split("\n\n")[0])
     p.add_argument("--corpus", action="append", choices=CORPORA, help="one corpus (repeatable; default: all)")
@@ -182,19 +200,28 @@ def main(argv: list[str] | None = None) -> int:
         help="only the full index of the last revision (no incremental one to compare)",
     )
     p.add_argument("--backend", choices=["torch", "onnx", "onnx-int8"], help="the local model's (default: its default)")
+    p.add_argument(
+        "--target-share",
+        type=int,
+        choices=range(2, 9),
+        metavar="N",
+        help=f"chunk target budget/N (default {TARGET_SHARE})",
+    )
     args = p.parse_args(argv)
     os.environ.setdefault("FRESHNESS_PROGRESS", "off")
     root = corpora_root()
     print(f"load before: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
     embedder = {"provider": args.embedder, **({"backend": args.backend} if args.backend else {})}
+    chunking = {"target_share": args.target_share} if args.target_share else {}
     with tempfile.TemporaryDirectory(prefix="freshness-retrieval-") as tmp:
         rows = [
             (name, *row)
             for name in args.corpus or CORPORA
-            for row in bench(name, root, Path(tmp), embedder, args.last_only)
+            for row in bench(name, root, Path(tmp), embedder, args.last_only, chunking)
         ]
     same = "same hits" if not DIFFERENCES else "OTHER HITS: " + "; ".join(DIFFERENCES)
-    print(f"embedder: {embedder}; incremental and full indexes: same records, {same}")
+    indexes = "the full index alone" if args.last_only else f"incremental and full indexes: same records, {same}"
+    print(f"embedder: {embedder}; target budget/{args.target_share or TARGET_SHARE}; {indexes}")
     print("| corpus | questions | index | mode | hit@1 | hit@5 | MRR |")
     print("| --- | --- | --- | --- | ---: | ---: | ---: |")
     for name, kind, index, mode, n, score in rows:

@@ -22,6 +22,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from .core.cadence import Cadence
 from .core.lifecycle import LifecyclePolicy
 from .core.responses import ResponseRules
+from .core.segment import TARGET_SHARE
 from .core.spike import SpikeRule
 from .core.tiers import TierRules
 from .quarantine_settings import QuarantinePolicy
@@ -206,6 +207,8 @@ class ChunkPolicy(_Strict):
     # sections over this many tokens are split further (8191: OpenAI's input limit)
     token_budget: Annotated[int, Field(strict=True, ge=16, le=8191)] = 400
     encoding: str = "cl100k_base"
+    # a long section is cut into runs of about budget/target_share tokens (core/segment.py)
+    target_share: Annotated[int, Field(strict=True, ge=2, le=8)] = TARGET_SHARE
 
     @field_validator("encoding")
     @classmethod

@@ -127,6 +127,7 @@ def test_nonsense_numbers_are_refused_at_load(tmp_path: Path, path: tuple[Any, .
         ("sources.0.checks.golden_min_hit5", 1.01, "at most 1"),
         ("sources.0.noise.fuzzy_threshold", 65, "at most 64"),
         ("sources.0.chunking.token_budget", 0, "at least 16"),
+        ("sources.0.chunking.target_share", 9, "at most 8"),
         ("sources.0.chunking.encoding", "gpt2", "unknown encoding 'gpt2'; available offline: cl100k_base"),
         ("sources.0.discovery.max_pages", 0, "at least 1"),
         ("sources.0.tiers.warm_every_h", -1, "at least 0"),

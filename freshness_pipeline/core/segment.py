@@ -46,7 +46,7 @@ _SPLITS = (re.compile(r"(\n)"), re.compile(r"(?<=[.!?])(\s+)"))
 
 # In a long section, runs between content-defined cuts average a third of the budget after
 # the heading path, and a run under half that joins the next: chunks come out at about half
-# the budget, and an edit re-embeds about that much.
+# the budget, and an edit re-embeds about that much. The default of `chunking.target_share`.
 TARGET_SHARE = 3
 
 
@@ -120,7 +120,7 @@ class _Chunker:
     one count per item, not one per item per chunk.
     """
 
-    def __init__(self, budget: int, count: TokenCount, heading_path: tuple[str, ...]) -> None:
+    def __init__(self, budget: int, count: TokenCount, heading_path: tuple[str, ...], share: int) -> None:
         self.budget = budget
         self.count_text = count
         self.heading_path = heading_path
@@ -128,7 +128,7 @@ class _Chunker:
         self.base = self.count("")  # the heading path (and a model's special tokens)
         if self.base > budget - 4:  # a heading path alone must leave room for words
             raise ValueError(f"heading {' > '.join(heading_path)!r} alone is over the {budget}-token budget")
-        self.target = max(1.0, (budget - self.base) / TARGET_SHARE)
+        self.target = max(1.0, (budget - self.base) / share)
 
     def measure(self, markdown: str) -> tuple[str, int]:
         """(retrieval text, its tokens) of a chunk's markdown, each computed once."""
@@ -259,15 +259,19 @@ def segment(
     budget: int = 400,
     encoding: str = "cl100k_base",
     count: TokenCount | None = None,
+    target_share: int = TARGET_SHARE,
 ) -> list[Section]:
     """The sections of one page's normalized markdown, each chunk's retrieval text at most
-    `budget` tokens as `count` measures them (default: `encoding`, a tiktoken encoding).
+    `budget` tokens as `count` measures them (default: `encoding`, a tiktoken encoding); a
+    long section is cut into runs of about `budget / target_share` tokens.
 
     `url` must be the page's normalized URL: it is part of every key. `page_date` (the
     page's declared date) and `title` are payload: they never change what is embedded.
     """
     if budget < 8:
         raise ValueError(f"budget must be at least 8 tokens, got {budget}")
+    if target_share < 1:
+        raise ValueError(f"target_share must be at least 1, got {target_share}")
     count = count or tiktoken_counter(encoding)
     out: list[Section] = []
     ordinal = 0
@@ -276,7 +280,7 @@ def segment(
         if not blocks:
             continue
         key = section_key(url, path)
-        chunker = _Chunker(budget, count, path)
+        chunker = _Chunker(budget, count, path, target_share)
         for index, chunk in enumerate(chunker.chunks(blocks)):
             text = chunk.text
             embed_text, tokens = chunker.measure(text)

@@ -100,7 +100,15 @@ def segment_one(job: SegmentJob, clock: Clock = time.monotonic) -> tuple[str, Cu
         md, stripped = strip_template_blocks(md, job.template_blocks)
         t = job.tokenizer
         count = _bounded(t.counter(), job.deadline_s, lambda: clock() - started)
-        sections = segment(job.url, md, page_date=job.page_date, title=job.title, budget=t.budget, count=count)
+        sections = segment(
+            job.url,
+            md,
+            page_date=job.page_date,
+            title=job.title,
+            budget=t.budget,
+            count=count,
+            target_share=t.target_share,
+        )
         return job.url, Cut(sections, stripped)
     except _Late as late:
         return job.url, str(late)

@@ -37,7 +37,7 @@ def test_each_run_plots_each_sources_figures_under_keys_that_name_it(
                     assert values[f"{key}/{source}"] == values[key], (source, values)
         # Oldest first, the runs alternate up, down, up, down: from the second on, each also
         # carries the other source's latest figures, so every key has a value at every point.
-        for (other, previous), (_, current) in zip(ordered, ordered[1:]):
+        for (other, previous), (_, current) in zip(ordered, ordered[1:], strict=False):
             for key in PLOTTED:
                 assert current[f"{key}/{other}"] == previous[f"{key}/{other}"], (key, other)
         assert all(f"{key}/{s}" in values for _, values in ordered[1:] for s in ("up", "down") for key in PLOTTED)

@@ -83,6 +83,12 @@ def test_a_chunker_change_reindexes_every_section_once(dagster_home: Path) -> No
         assert smaller["embedded"] == len({r["content_hash"] for r in records})
         assert tables(dagster_home) == {table_name("docs-v3"): 256}
 
+        # So is another chunk target: the sources file's setting reaches the chunker.
+        fr.configure(chunking={"token_budget": 40, "target_share": 2})
+        halves = fr.run()
+        assert "/40 -> " in halves["reindex_reason"] and "/40/share-2" in halves["reindex_reason"], halves
+        assert_written_once(halves, fr.dump())
+
         quiet = fr.run()  # the versions now match: an ordinary quiet run
         assert not quiet.get("reindex_reason") and (quiet["upserted"], quiet["embedded"]) == (0, 0), quiet
 

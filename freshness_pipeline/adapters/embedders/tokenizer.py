@@ -15,7 +15,7 @@ from typing import Literal
 
 from freshness_pipeline.config import ChunkPolicy, EmbedderConfig
 from freshness_pipeline.core.embedding_models import resolve_local
-from freshness_pipeline.core.segment import TokenCount, tiktoken_counter
+from freshness_pipeline.core.segment import TARGET_SHARE, TokenCount, tiktoken_counter
 
 __all__ = ["OPENAI_MAX_BUDGET", "TokenizerSpec", "capped_budget", "tokenizer_for"]
 
@@ -30,11 +30,14 @@ class TokenizerSpec:
     kind: Literal["wordpiece", "tiktoken"]
     name: str  # the local model, or a tiktoken encoding
     budget: int  # tokens per chunk's retrieval text, at most the model's window
+    target_share: int = TARGET_SHARE  # `chunking.target_share`: a long section's runs aim at budget/share
 
     @property
     def label(self) -> str:
-        """Part of the chunker version: another tokenizer or budget means a re-index."""
-        return f"{self.name}/{self.budget}"
+        """Part of the chunker version: another tokenizer, budget or target share means a
+        re-index (the default share adds nothing, so the shipped label stays as it was)."""
+        share = "" if self.target_share == TARGET_SHARE else f"/share-{self.target_share}"
+        return f"{self.name}/{self.budget}{share}"
 
     def counter(self) -> TokenCount:
         return _wordpiece(self.name) if self.kind == "wordpiece" else tiktoken_counter(self.name)
@@ -42,12 +45,13 @@ class TokenizerSpec:
 
 def tokenizer_for(embedder: EmbedderConfig, chunking: ChunkPolicy) -> TokenizerSpec:
     """The tokenizer of the configured embedder, with the budget capped at its window."""
+    share = chunking.target_share
     if embedder.provider == "local":
         model, _ = resolve_local(embedder.model, embedder.backend)  # every backend reads the same window
-        return TokenizerSpec("wordpiece", model, min(chunking.token_budget, _window(model)))
+        return TokenizerSpec("wordpiece", model, min(chunking.token_budget, _window(model)), share)
     if embedder.provider == "openai":
-        return TokenizerSpec("tiktoken", _OPENAI_ENCODING, min(chunking.token_budget, OPENAI_MAX_BUDGET))
-    return TokenizerSpec("tiktoken", chunking.encoding, chunking.token_budget)
+        return TokenizerSpec("tiktoken", _OPENAI_ENCODING, min(chunking.token_budget, OPENAI_MAX_BUDGET), share)
+    return TokenizerSpec("tiktoken", chunking.encoding, chunking.token_budget, share)
 
 
 def capped_budget(embedder: EmbedderConfig, chunking: ChunkPolicy) -> str | None:
