@@ -50,16 +50,16 @@ def utc(at: float) -> str:
 def restart_note(step: str, holder: str, previous: Mapping[str, Any], now: float, beat_s: float) -> str:
     """What the run's events say when `step` starts on `holder` and finds the row `previous`
     left behind by an earlier start that never ended."""
-    start = int(previous["starts"]) + 1
-    if silent_for(previous, now, beat_s) is None:
-        return (
-            f"{step} started again (start {start}) on {holder} while {previous['holder']} still runs it "
-            f"(last beat {utc(float(previous['beat_at']))}): the broker handed its task out a second time, "
-            "so the Celery visibility timeout is shorter than this step"
-        )
+    last = float(previous["beat_at"])
+    said = (
+        f"{step} restarted (start {int(previous['starts']) + 1}) on {holder}: its previous worker {previous['holder']}"
+    )
+    if silent_for(previous, now, beat_s) is not None:
+        return f"{said} stopped heartbeating at {utc(last)} without ending the step; Celery redelivered its task"
+    # Too soon to call it stopped: RabbitMQ redelivers as the worker's connection drops.
     return (
-        f"{step} restarted (start {start}) on {holder}: its previous worker {previous['holder']} stopped "
-        f"heartbeating at {utc(float(previous['beat_at']))} without ending the step; Celery redelivered its task"
+        f"{said} last beat at {utc(last)}, {now - last:.0f} s ago, without ending the step; Celery redelivered "
+        "its task, as it does when a worker is lost (or, on Redis, when a step outlives the visibility timeout)"
     )
 
 
