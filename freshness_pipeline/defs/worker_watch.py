@@ -2,8 +2,9 @@
 for the run (`remote._watch` calls `WorkerWatch.look` at every poll). Each is said once:
 
 - a step due (every step it depends on succeeded, as the run's public `stepStats` say) that
-  no worker started `WORKER_NOTE_S` later, in a run on the Celery executor: "vector_index
-  waiting for a worker (queue embeddings)", the queue being the step's own tag;
+  no worker started as long as a heartbeat may be late (`stale_after(runs.beat_s)`), in a
+  run on the Celery executor: "vector_index waiting for a worker (queue embeddings)", the
+  queue being the step's own tag;
 - a step whose heartbeat in the state store (`step_beats`, `pipeline/step_beats.py`) is
   stale: its worker stopped; with when its task comes back (Redis: the visibility timeout
   the run's tags carry; RabbitMQ: when the broker drops the worker's connection) or the
@@ -21,10 +22,9 @@ from typing import Any, TextIO
 from ..adapters.damage import DamagedState, SchemaOutdated
 from ..adapters.state.store import StateStore
 from ..config import Settings, state_url
-from ..pipeline.step_beats import silent_for
+from ..pipeline.step_beats import silent_for, stale_after
 from .executors import BROKER_TAG, CELERY_QUEUE_TAG, DEFAULT_QUEUE, VISIBILITY_TAG
 
-WORKER_NOTE_S = 5.0  # a step due this long and started by no worker: said once
 MAX_RUNTIME_TAG = "dagster/max_runtime"  # Dagster's run tag: the run's own max runtime
 
 _PLAN = """query($runId: ID!) {
@@ -91,9 +91,9 @@ class WorkerWatch:
             if started.get(step) is not None or any(started.get(d) != "SUCCESS" for d in needs):
                 continue
             since = self.due_since.setdefault(step, now)
-            if now - since >= WORKER_NOTE_S and step not in rows:
+            if now - since >= stale_after(self.beat_s) and step not in rows:
                 self._say(
-                    ("waiting",),  # once a run: the first step that waits says it
+                    ("waiting", step),
                     f"{step} waiting for a worker (queue {queue}): submitted to Celery, started by no worker yet",
                 )
 

@@ -13,18 +13,21 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import yaml
 
 from freshness_pipeline.adapters.state.store import StateStore, migrate
 from freshness_pipeline.config import load_settings, state_url
 from freshness_pipeline.defs.definitions import defs
 from freshness_pipeline.defs.executors import BROKER_TAG, CELERY_QUEUE_TAG, VISIBILITY_TAG
-from freshness_pipeline.defs.worker_watch import WORKER_NOTE_S, WorkerWatch
+from freshness_pipeline.defs.worker_watch import WorkerWatch
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline.pipeline.step_beats import STALE_BEATS, this_process
 from freshness_pipeline_tests.defs.harness import SOURCE
 from freshness_pipeline_tests.sitegen import generate
 
 RUN = "run-1"
+BEAT_S = 5  # runs.beat_s of the test's sources file
+WORKER_NOTE_S = STALE_BEATS * BEAT_S  # a step due this long and not started: waiting for a worker
 CHAIN = ("fetched_pages", "section_manifest", "diff_plan", "vector_index", "freshness_metrics")
 
 
@@ -57,7 +60,8 @@ class Deployment:
 
 def _watch(tmp_path: Path, deployment: Deployment, now: list[float]) -> tuple[WorkerWatch, io.StringIO]:
     sources = tmp_path / "sources.yaml"
-    sources.write_text("sources: [{name: docs, sitemap: 'http://127.0.0.1:1/sitemap.xml'}]\nruns: {beat_s: 5}\n")
+    source = {"name": "docs", "sitemap": "http://127.0.0.1:1/sitemap.xml"}
+    sources.write_text(yaml.safe_dump({"sources": [source], "runs": {"beat_s": BEAT_S}}))
     out = io.StringIO()
     rows = lambda run_id: deployment.rows  # noqa: E731
     watch = WorkerWatch(deployment.query, load_settings(sources), RUN, "docs", rows=rows, clock=lambda: now[0], out=out)
@@ -99,7 +103,7 @@ def test_a_worker_that_stopped_heartbeating_is_said_once_with_when_its_task_come
     deployment.stats = {s: "SUCCESS" for s in CHAIN[:3]} | {"vector_index": "IN_PROGRESS"}
     row = {"holder": "w1 pid 7", "started_at": 1000.0, "beat_at": 1100.0, "starts": 1}
     deployment.rows = {"vector_index": row}
-    now = [1100.0 + STALE_BEATS * 5]
+    now = [1100.0 + STALE_BEATS * BEAT_S]
     watch, out = _watch(tmp_path, deployment, now)
     watch.look()
     assert out.getvalue() == ""
