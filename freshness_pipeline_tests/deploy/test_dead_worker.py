@@ -42,7 +42,7 @@ from freshness_pipeline_tests.deploy.conftest import (
     wait_ready,
     write_sources,
 )
-from freshness_pipeline_tests.processes import children
+from freshness_pipeline_tests.processes import descendants
 from freshness_pipeline_tests.sitegen import generate
 from freshness_pipeline_tests.standins.openai_standin import OpenAIStandIn
 
@@ -128,7 +128,7 @@ def test_a_dead_embeddings_worker_fails_its_run_in_bounded_time_and_the_next_run
             assert first.proc.poll() is None, f"the run ended before vector_index embedded: {first.proc.communicate()}"
             assert time.monotonic() < deadline, "vector_index never called the embedder"
             time.sleep(0.2)
-        pool = children(embed.pid)  # the pool process that runs vector_index
+        pool = descendants(embed.pid)  # the worker's processes: vector_index runs in its pool child
         os.killpg(embed.pid, signal.SIGKILL)  # the worker's main process and its pool child
         embed.wait(30)
         killed_at = time.monotonic()
