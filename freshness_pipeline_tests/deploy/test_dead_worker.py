@@ -62,14 +62,20 @@ STOPPED = re.compile(
 
 
 class _Run:
-    """`freshness run --source docs --json`, its stderr read as it comes."""
+    """`freshness run --source docs --json`, its stdout and stderr each read as they come (by a
+    thread of their own: `communicate` would take the stderr lines from under `said`)."""
 
     def __init__(self, env: dict[str, str]) -> None:
         cmd = [sys.executable, "-m", "freshness_pipeline.cli", "run", "--source", "docs", "--json"]
         self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.stdout: list[str] = []
         self.stderr: list[str] = []
-        self.reader = threading.Thread(target=lambda: self.stderr.extend(iter(self.proc.stderr.readline, "")))  # type: ignore[union-attr]
-        self.reader.start()
+        self.readers = [
+            threading.Thread(target=lambda lines=lines, pipe=pipe: lines.extend(iter(pipe.readline, "")))
+            for lines, pipe in ((self.stdout, self.proc.stdout), (self.stderr, self.proc.stderr))
+        ]
+        for reader in self.readers:
+            reader.start()
 
     def said(self, text: str, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
@@ -80,14 +86,15 @@ class _Run:
         return any(text in line for line in self.stderr)
 
     def outcome(self, timeout: float) -> dict[str, object]:
-        stdout = self.proc.communicate(timeout=timeout)[0]
-        self.reader.join(10)
-        return json.loads(stdout.splitlines()[-1])
+        self.proc.wait(timeout)
+        for reader in self.readers:
+            reader.join(10)
+        return json.loads(self.stdout[-1])
 
     def end(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
-            self.proc.communicate()
+            self.proc.wait()
 
 
 @pytest.mark.parametrize("broker", ["redis"], indirect=True)  # RabbitMQ hands the task out again at once
