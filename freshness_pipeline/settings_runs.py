@@ -1,5 +1,6 @@
 """The sources file's `runs:`: how long `freshness run` waits, for what it waits on (another
-run of the source, a deployment's GraphQL API, a submitted run)."""
+run of the source, a deployment's GraphQL API, a submitted run), and how often a running
+step says it is alive."""
 
 from __future__ import annotations
 
@@ -20,3 +21,6 @@ class RunPolicy(BaseModel):
     # A submitted run still not ended this long after it was submitted: the command gives up
     # on it (the run goes on in the deployment). Past the shipped max_runtime_seconds (3600).
     submit_wait_s: Seconds = 7200.0
+    # A refresh step beats (`step_beats`) this often while it runs; a step whose last beat is
+    # `STALE_BEATS` beats old has lost its worker (pipeline/step_beats.py).
+    beat_s: Annotated[float, Field(strict=True, gt=0, le=600.0)] = 10.0

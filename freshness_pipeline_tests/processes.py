@@ -31,6 +31,12 @@ def children(pid: int) -> list[int]:
     return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and parent_or_none(int(p.name)) == pid]
 
 
+def descendants(pid: int) -> list[int]:
+    """Every process under `pid`: its children, theirs, and so on."""
+    found = children(pid)
+    return found + [d for child in found for d in descendants(child)]
+
+
 def cmdline(pid: int) -> bytes:
     return Path(f"/proc/{pid}/cmdline").read_bytes()
 

@@ -39,6 +39,7 @@ from .checks import (
     stale_share,
 )
 from .executors import CELERY_QUEUE_TAG, EMBEDDINGS_QUEUE, executor_tags
+from .heartbeats import beating
 from .metadata import ROW_COUNT, URI, index_uri, owners, table
 from .partitions import sources_partitions
 from .resources import FreshnessResource
@@ -120,11 +121,11 @@ def _one_line_failure() -> Iterator[None]:
     "database to the newest schema first.",
 )
 @results_on_failure
+@beating(migrate=True)  # the run's first stage: the later ones (and their checks) only check the schema
 def fetched_pages(
     context: dg.AssetExecutionContext, freshness: FreshnessResource
 ) -> Iterator[dg.Output[CrawlReport] | dg.AssetCheckResult]:
     tier = context.run.tags.get(TIER_TAG)
-    freshness.migrate()  # the run's first stage: the later ones (and their checks) only check the schema
     with freshness.open(context.partition_key) as ctx:
         release = Release.parse(context.run.tags.get(RELEASE_TAG))
         report = crawl(ctx, run_id=context.run.run_id, tier=tier, release=release)
@@ -167,6 +168,7 @@ def fetched_pages(
     description="Sections (URL + heading path keys) of every page whose text may have changed, "
     "staged for diff_plan (the manifest itself changes only in vector_index's commit).",
 )
+@beating()
 def section_manifest(
     context: dg.AssetExecutionContext, freshness: FreshnessResource, fetched_pages: CrawlReport
 ) -> dg.Output[SectionsReport]:
@@ -202,6 +204,7 @@ def section_manifest(
     "A failed `change_spike` fails this step after the plan is stored, and vector_index does not run.",
 )
 @results_on_failure
+@beating()
 def diff_plan(
     context: dg.AssetExecutionContext, freshness: FreshnessResource, section_manifest: SectionsReport
 ) -> Iterator[dg.Output[PlanReport] | dg.AssetCheckResult]:
@@ -240,6 +243,7 @@ def diff_plan(
     "source by the source_fresh check; reconcile_clean compares it with the manifest after the commit.",
 )
 @results_on_failure
+@beating()
 def vector_index(
     context: dg.AssetExecutionContext, freshness: FreshnessResource, diff_plan: PlanReport
 ) -> Iterator[dg.Output[IndexReport] | dg.AssetCheckResult]:

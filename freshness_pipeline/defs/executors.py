@@ -23,7 +23,10 @@ KEY_PREFIX_ENV = "FRESHNESS_CELERY_KEY_PREFIX"
 DEFAULT_BROKER = "redis://127.0.0.1:6379/0"
 DEFAULT_VISIBILITY_S = 1800  # below the shipped max_runtime_seconds (3600): docs/deploy.md
 CELERY_QUEUE_TAG = "dagster-celery/queue"
-BROKER_TAG = "freshness/celery-broker"  # on the refresh job's runs: which broker a failure names
+DEFAULT_QUEUE = "dagster"  # dagster-celery's queue for a step without that tag
+# On the refresh job's runs: which broker a failure names, and (Redis) when a dead worker's task comes back.
+BROKER_TAG = "freshness/celery-broker"
+VISIBILITY_TAG = "freshness/celery-visibility-timeout"
 EMBEDDINGS_QUEUE = "embeddings"
 CHOICES = ("in_process", "multiprocess", "celery")
 REDIS_SCHEMES = ("redis", "rediss")
@@ -100,8 +103,14 @@ def shown_url(url: str) -> str:
 
 def executor_tags() -> dict[str, str]:
     """The tags of the refresh job's runs: under the Celery executor, its broker, so that a run
-    the broker refused names it (`run_summary.py`)."""
-    return {BROKER_TAG: shown_url(celery_settings()["broker"])} if executor_name() == "celery" else {}
+    the broker refused names it (`run_summary.py`), and on Redis its visibility timeout, so
+    that `--submit` says when a dead worker's task comes back (`worker_watch.py`)."""
+    if executor_name() != "celery":
+        return {}
+    settings = celery_settings()
+    transport = settings["config_source"]["broker_transport_options"]
+    visibility = {VISIBILITY_TAG: str(transport["visibility_timeout"])} if "visibility_timeout" in transport else {}
+    return {BROKER_TAG: shown_url(settings["broker"]), **visibility}
 
 
 def refresh_executor() -> dg.ExecutorDefinition | None:

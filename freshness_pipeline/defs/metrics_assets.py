@@ -15,6 +15,7 @@ from ..pipeline.metrics import FreshnessReport, after_run
 from ..pipeline.planning import PlanReport
 from .assets import freshness_asset
 from .checks import FRESHNESS_ALERT, freshness_alert
+from .heartbeats import beating
 from .metadata import table
 from .resources import FreshnessResource
 from .step_endings import results_on_failure
@@ -55,6 +56,7 @@ def latest_per_source(row: dict[str, Any]) -> dict[str, dg.FloatMetadataValue]:
     "requests a re-index on repeated misses and delivers change events to webhooks.",
 )
 @results_on_failure
+@beating()
 def freshness_metrics(
     context: dg.AssetExecutionContext,
     freshness: FreshnessResource,

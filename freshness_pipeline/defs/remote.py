@@ -6,17 +6,14 @@ Submitting, adding a source's partition, reading a run's status (`runOrError`) a
 events are calls of the webserver's public GraphQL API, each bounded by the sources file's
 `runs.graphql_timeout_s`; whatever the server does (refuses, stays silent, answers garbage,
 `data: null`, an HTTP error, no such run), the command says so in one `SubmitError` line.
-The events are read as the run goes: a step that dagster-celery queued (its engine event
-"Submitting celery task for step … to queue …") and no worker started `WORKER_NOTE_S` later
-is said once on stderr, "waiting for a worker (queue NAME)". The summary is
+While the run goes, what its workers do (a step waiting for one, a worker that stopped
+heartbeating) is said once on stderr (`worker_watch.py`). The summary is
 `run_summary.outcome`, as for a run executed here.
 """
 
 from __future__ import annotations
 
 import json
-import re
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -28,6 +25,7 @@ from ..config import Settings
 from ..pipeline.errors import ServiceError
 from .run_summary import Check, RunFacts, failed_checks, outcome, short
 from .tags import PARTITION_TAG, run_tags
+from .worker_watch import WorkerWatch
 
 URL_ENV = "FRESHNESS_DAGSTER_URL"
 LOCATION = "freshness_pipeline"  # workspace.yaml's location name
@@ -36,8 +34,6 @@ JOB = "refresh"
 PARTITIONS = "sources"
 FINISHED = ("SUCCESS", "FAILURE", "CANCELED")
 PAGE = 1000  # events per query
-CELERY_QUEUE_MARKER = "celery_queue_wait"  # dagster-celery's engine event: a step submitted to its queue
-WORKER_NOTE_S = 5.0  # a step submitted this long and started by no worker: said once
 
 _LAUNCH = """mutation($params: ExecutionParams!) {
   launchRun(executionParams: $params) {
@@ -72,7 +68,6 @@ _EVENTS = """query($runId: ID!, $after: String, $limit: Int) {
         ... on ExecutionStepStartEvent { stepKey }
         ... on ExecutionStepSuccessEvent { stepKey }
         ... on ExecutionStepFailureEvent { stepKey error { ...E } }
-        ... on EngineEvent { stepKey markerStart message }
         ... on RunFailureEvent { message error { ...E } }
       }
     }
@@ -198,7 +193,6 @@ class _Events:
     def __init__(self, api: _GraphQL, run_id: str, source: str) -> None:
         self.api, self.cursor = api, None
         self.facts = RunFacts(run_id, source, False, "STARTED")
-        self.queued: dict[str, tuple[str, float]] = {}  # step -> (Celery queue, when submitted), till it starts
 
     def read(self) -> None:
         while True:
@@ -221,13 +215,9 @@ class _Events:
             c = e["evaluation"]
             facts.checks.append(Check(c["checkName"], c["severity"], c["success"], c["description"]))
         elif kind == "ExecutionStepStartEvent":
-            self.queued.pop(e["stepKey"], None)
             facts.running.append(e["stepKey"])
         elif kind in ("ExecutionStepSuccessEvent", "ExecutionStepFailureEvent") and e["stepKey"] in facts.running:
             facts.running.remove(e["stepKey"])
-        elif kind == "EngineEvent" and e["markerStart"] == CELERY_QUEUE_MARKER and e["stepKey"]:
-            queue = m.group(1) if (m := re.search(r'to queue "([^"]+)"', e["message"] or "")) else "?"
-            self.queued[e["stepKey"]] = (queue, time.monotonic())
         if kind == "ExecutionStepFailureEvent" and e["error"]:  # the step's own error, under Dagster's wrapper
             own = (e["error"]["causes"] or [e["error"]])[0]
             facts.step_failures.append(f"{e['stepKey']}: {short(own['message'])}")
@@ -239,9 +229,10 @@ class _Events:
 
 def _watch(api: _GraphQL, events: _Events, settings: Settings, since: float) -> dict[str, Any]:
     """Wait for the run to end (at most `runs.submit_wait_s` after it was submitted) and
-    summarize it; says once, on stderr, when a step of it waits for a Celery worker."""
+    summarize it; says on stderr what its workers do (`WorkerWatch`)."""
     policy = settings.runs
-    facts, said = events.facts, False
+    facts = events.facts
+    workers = WorkerWatch(api.field, settings, facts.run_id, facts.source)
     while (status := _status(api, facts.run_id)) not in FINISHED:
         if time.monotonic() - since > policy.submit_wait_s:
             raise SubmitError(
@@ -249,16 +240,7 @@ def _watch(api: _GraphQL, events: _Events, settings: Settings, since: float) -> 
                 f"{policy.submit_wait_s:g} s (runs.submit_wait_s); it goes on in the deployment"
             )
         events.read()
-        late = [(step, q) for step, (q, at) in events.queued.items() if time.monotonic() - at >= WORKER_NOTE_S]
-        if late and not said:
-            step, queue = late[0]
-            print(
-                f"{facts.source}: {step} waiting for a worker (queue {queue}): submitted to Celery, "
-                "started by no worker yet",
-                file=sys.stderr,
-                flush=True,
-            )
-            said = True
+        workers.look()
         time.sleep(policy.poll_s)
     events.read()
     facts.status, facts.succeeded = status, status == "SUCCESS"

@@ -47,16 +47,20 @@ class FreshnessResource(dg.ConfigurableResource):
         """Bring the state database to the newest schema: the first stage of a run does, once."""
         migrate(self.settings())
 
-    @contextmanager
-    def open(self, source: str) -> Iterator[SourceContext]:
-        settings = self.settings()
+    def store(self, settings: Settings) -> StateStore:
+        """The state store `settings` name, opened once per process."""
         url = state_url(settings)
         if url not in self._stores:
             self._stores[url] = StateStore(url)
+        return self._stores[url]
+
+    @contextmanager
+    def open(self, source: str) -> Iterator[SourceContext]:
+        settings = self.settings()
         ctx = SourceContext(
             settings,
             settings.source(source),
-            self._stores[url],
+            self.store(settings),
             owns_store=False,
             openai_api_key=self.openai_api_key,
             pinecone_api_key=self.pinecone_api_key,

@@ -3,8 +3,10 @@ node dies) while it runs `vector_index`, on Redis, which hands an unacknowledged
 again only after the visibility timeout: the run cannot go on. The shipped dagster.yaml's run
 monitoring (only its timings shortened here: `max_runtime_seconds` and the poll interval; the
 slot's delay, `free_slots_after_run_end_seconds: 10`, is the shipped one) fails the run
-within a bounded time and frees its `embeddings` pool slot. The next `freshness run` says its
-vector_index is waiting for a worker (queue embeddings) until one starts, then converges.
+within a bounded time and frees its `embeddings` pool slot. While it waits, `freshness run`
+says once that vector_index's worker (its pool process) stopped heartbeating, and when its
+task would come back. The next `freshness run` says its vector_index is waiting for a worker
+(queue embeddings) until one starts, then converges.
 
 The step is held mid-way by the OpenAI stand-in, which leaves the first embedding request
 unanswered, so the kill lands while vector_index is running for certain.
@@ -14,7 +16,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -26,6 +30,7 @@ import dagster as dg
 import pytest
 import yaml
 
+from freshness_pipeline.defs.executors import DEFAULT_VISIBILITY_S
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.dagster_services import stop as stop_worker
 from freshness_pipeline_tests.deploy.conftest import (
@@ -37,6 +42,7 @@ from freshness_pipeline_tests.deploy.conftest import (
     wait_ready,
     write_sources,
 )
+from freshness_pipeline_tests.processes import descendants
 from freshness_pipeline_tests.sitegen import generate
 from freshness_pipeline_tests.standins.openai_standin import OpenAIStandIn
 
@@ -47,17 +53,29 @@ POLL_S = 2
 SLOT_S = 10  # the shipped free_slots_after_run_end_seconds
 FAILED_BOUND_S = MAX_RUNTIME_S + 60  # from the kill: the runtime, a poll, the termination
 WAITING = "vector_index waiting for a worker (queue embeddings)"
+BEAT_S = 3  # runs.beat_s: a step 9 s without a beat lost its worker
+STOPPED = re.compile(
+    rf"docs: vector_index on {re.escape(socket.gethostname())} pid (\d+) stopped heartbeating \d+ s ago; its task "
+    rf"comes back when Celery's visibility timeout \({DEFAULT_VISIBILITY_S} s after its delivery\) ends, in about "
+    r"\d+ s, or the run's max runtime ends it$"
+)
 
 
 class _Run:
-    """`freshness run --source docs --json`, its stderr read as it comes."""
+    """`freshness run --source docs --json`, its stdout and stderr each read as they come (by a
+    thread of their own: `communicate` would take the stderr lines from under `said`)."""
 
     def __init__(self, env: dict[str, str]) -> None:
         cmd = [sys.executable, "-m", "freshness_pipeline.cli", "run", "--source", "docs", "--json"]
         self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.stdout: list[str] = []
         self.stderr: list[str] = []
-        self.reader = threading.Thread(target=lambda: self.stderr.extend(iter(self.proc.stderr.readline, "")))  # type: ignore[union-attr]
-        self.reader.start()
+        self.readers = [
+            threading.Thread(target=lambda lines=lines, pipe=pipe: lines.extend(iter(pipe.readline, "")))
+            for lines, pipe in ((self.stdout, self.proc.stdout), (self.stderr, self.proc.stderr))
+        ]
+        for reader in self.readers:
+            reader.start()
 
     def said(self, text: str, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
@@ -68,14 +86,15 @@ class _Run:
         return any(text in line for line in self.stderr)
 
     def outcome(self, timeout: float) -> dict[str, object]:
-        stdout = self.proc.communicate(timeout=timeout)[0]
-        self.reader.join(10)
-        return json.loads(stdout.splitlines()[-1])
+        self.proc.wait(timeout)
+        for reader in self.readers:
+            reader.join(10)
+        return json.loads(self.stdout[-1])
 
     def end(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
-            self.proc.communicate()
+            self.proc.wait()
 
 
 @pytest.mark.parametrize("broker", ["redis"], indirect=True)  # RabbitMQ hands the task out again at once
@@ -89,6 +108,8 @@ def test_a_dead_embeddings_worker_fails_its_run_in_bounded_time_and_the_next_run
         site.publish(generate(3, sections_per_page=2, seed=77).markdown())
         embedder = {"provider": "openai", "base_url": openai.base_url, "timeout_s": 600}
         sources = write_sources(tmp_path / "sources.yaml", {"docs": site.sitemap_url}, tmp_path / "vectors", embedder)
+        # Beats often enough that the stopped one is said well within the run's max runtime.
+        sources.write_text(yaml.safe_dump(yaml.safe_load(sources.read_text()) | {"runs": {"beat_s": BEAT_S}}))
         env = deployment_env(tmp_path, dagster_db, state_db, broker, sources) | {"OPENAI_API_KEY": KEY}
         instance_yaml = Path(env["DAGSTER_HOME"]) / "dagster.yaml"
         config = yaml.safe_load(instance_yaml.read_text())
@@ -114,6 +135,7 @@ def test_a_dead_embeddings_worker_fails_its_run_in_bounded_time_and_the_next_run
             assert first.proc.poll() is None, f"the run ended before vector_index embedded: {first.proc.communicate()}"
             assert time.monotonic() < deadline, "vector_index never called the embedder"
             time.sleep(0.2)
+        pool = descendants(embed.pid)  # the worker's processes: vector_index runs in its pool child
         os.killpg(embed.pid, signal.SIGKILL)  # the worker's main process and its pool child
         embed.wait(30)
         killed_at = time.monotonic()
@@ -123,6 +145,8 @@ def test_a_dead_embeddings_worker_fails_its_run_in_bounded_time_and_the_next_run
         assert outcome["status"] == "failure" and "committed" not in outcome, outcome
         assert f"Exceeded maximum runtime of {MAX_RUNTIME_S} seconds" in str(outcome["message"]), outcome
         assert "vector_index was still running in its worker when the run ended" in str(outcome["message"]), outcome
+        stopped = [m for line in first.stderr if (m := STOPPED.match(line.rstrip("\n")))]
+        assert len(stopped) == 1 and int(stopped[0].group(1)) in pool, (pool, first.stderr)
         with dg.DagsterInstance.get() as instance:
             run_id = str(outcome["run_id"])
             assert instance.get_run_by_id(run_id).status == dg.DagsterRunStatus.FAILURE  # type: ignore[union-attr]

@@ -2,6 +2,8 @@
 its pool child, as when a node dies) does not hang the run: the step's task, acknowledged
 only when it ends, goes back to the broker, the other worker runs it, the run succeeds and
 releases the `embeddings` pool slot, and the next run converges. On Redis and on RabbitMQ.
+The run's events say, once, why vector_index started a second time: it restarted on the
+other worker, its previous worker (the killed pool process) gone.
 
 The step is held mid-way by the OpenAI stand-in, which leaves the first embedding request
 unanswered, so the kill lands while vector_index is running for certain.
@@ -10,8 +12,11 @@ unanswered, so the kill lands while vector_index is running for certain.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -32,6 +37,7 @@ from freshness_pipeline_tests.deploy.conftest import (
     workers_by_step,
     write_sources,
 )
+from freshness_pipeline_tests.processes import descendants
 from freshness_pipeline_tests.sitegen import generate
 from freshness_pipeline_tests.standins.openai_standin import OpenAIStandIn
 
@@ -39,6 +45,7 @@ pytestmark = pytest.mark.postgres
 KEY = "standin-key"
 VISIBILITY_S = 15  # Redis: a dead worker's task is handed out again after this long
 RECOVERY_S = 180  # from the kill to the run's end, with the machine's load
+RESTART = re.compile(r"vector_index restarted \(start 2\) on (\S+ pid \d+): its previous worker (\S+ pid \d+) ")
 
 
 def _run(env: dict[str, str]) -> subprocess.Popen[str]:
@@ -95,6 +102,7 @@ def test_a_worker_killed_mid_step_hands_the_step_to_the_other(
             (record,) = instance.get_run_records()
             run_id = record.dagster_run.run_id
             victim = workers_by_step(instance, run_id)["vector_index"].split("@")[0]
+            pool = descendants(workers[victim].pid)  # the worker's processes: vector_index runs in its pool child
             _kill(workers[victim])
             killed_at = time.monotonic()
             outcome = _finish(run, RECOVERY_S, f"worker {victim} killed mid vector_index")
@@ -102,6 +110,9 @@ def test_a_worker_killed_mid_step_hands_the_step_to_the_other(
             assert outcome["status"] == "success" and outcome["run_id"] == run_id, outcome
             survivor = workers_by_step(instance, run_id)["vector_index"].split("@")[0]
             assert survivor != victim, (survivor, victim)
+            ((restarted_on, previous),) = _restart_notes(instance, run_id)
+            host, pid = previous.rsplit(" pid ", 1)
+            assert host == socket.gethostname() and int(pid) in pool and restarted_on != previous, (pool, previous)
             # The pool slot went with the run: the next run's vector_index gets it.
             assert _finish(_run(env), RECOVERY_S, "the next run")["status"] == "success"
         index = dump(env)
@@ -113,6 +124,13 @@ def _end(proc: subprocess.Popen[str]) -> None:
     if proc.poll() is None:
         proc.kill()
         proc.communicate()
+
+
+def _restart_notes(instance: dg.DagsterInstance, run_id: str) -> list[tuple[str, str]]:
+    """The run's warnings that vector_index restarted: (the worker it restarted on, the previous one)."""
+    entries = [r.event_log_entry for r in instance.get_records_for_run(run_id).records]
+    warned = [e.user_message for e in entries if e.level == logging.WARNING]
+    return [(m.group(1), m.group(2)) for w in warned if (m := RESTART.match(w))]
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:

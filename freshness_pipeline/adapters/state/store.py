@@ -15,6 +15,7 @@ from sqlalchemy.pool import StaticPool
 
 from ..damage import DamagedState, SchemaOutdated
 from . import schema
+from .beats import StepBeats
 from .engine import make_engine, parse_url
 from .intents import Intents
 from .locks import Locks, SourceBusy
@@ -33,8 +34,9 @@ __all__ = ["Migration", "SourceBusy", "StateStore", "migrate"]
 class StateStore:
     """The state database behind one engine, as small repositories: `locks`, `sources`,
     `pages`, `manifest` (with its commit and key redirects), `vector_cache`, `intents`,
-    `runs`, `metrics`, and a run's work between its stages: `staged_runs` (which runs
-    staged work), `crawl_staging`, `section_staging` and `plan_staging`.
+    `runs`, `metrics`, `beats` (the executing steps' heartbeats), and a run's work between
+    its stages: `staged_runs` (which runs staged work), `crawl_staging`, `section_staging`
+    and `plan_staging`.
 
     A writer needs the database at the newest schema (`SchemaOutdated`, naming
     `freshness migrate`, otherwise). `read_only`: for commands that only read (status,
@@ -56,6 +58,7 @@ class StateStore:
         self.intents = Intents(self.engine)
         self.runs = RunLog(self.engine)
         self.metrics = MetricsStore(self.engine)
+        self.beats = StepBeats(self.engine)
         self.staged_runs = StagedRuns(self.engine)
         self.crawl_staging = CrawlStaging(self.engine)
         self.section_staging = SectionStaging(self.engine)
