@@ -6,7 +6,7 @@
     frames.golden()          # the golden set run against the index now, one row per query
     frames.golden_misses()   # consecutive and total misses per golden query and expected section
     frames.weak()            # the searches whose best match was weak, newest first
-    frames.runs()            # the last committed runs' counts, newest first, per source
+    frames.runs()            # the last runs, how each ended, and their counts, newest first
     frames.review()          # the pages flagged for review
     frames.verdicts()        # each source's verdict now: fresh, stale, never, blocked, failed
 
@@ -30,10 +30,14 @@ page), `run_id` (a Dagster run: `history` and `runs`). The columns:
     golden_misses  kind (query | section), subject, consecutive, total, runs
     weak           source (the best match's), created_at, best_score (empty: nothing
                    matched), query, best_url, model
-    runs           run_id, started_at, finished_at, reason (why a full re-index happened),
-                   then every count of core/run_counts.py (pages: crawled, new, changed,
-                   unchanged, gone, errors, skipped; records: embedded, payload_updated,
-                   deleted, reused; the plan's sections_*)
+    runs           run_id, status (success | blocked | failure | canceled; running: not
+                   ended, or ended unseen), tier (the pages it fetched: hot | warm | cold |
+                   all; empty: not recorded), started_at, finished_at (when it committed;
+                   for a run that did not, when it ended), reason (why a full re-index
+                   happened), then every count of core/run_counts.py (pages: crawled, new,
+                   changed, unchanged, gone, errors, skipped; records: embedded,
+                   payload_updated, deleted, reused; the plan's sections_*), empty for a run
+                   that did not commit
     review         url, why
     verdicts       state (fresh | stale | never | blocked | failed), level (ok | warn |
                    error), reason, hours_since (the last success; empty: never): the verdict
@@ -85,7 +89,8 @@ class Frames:
         return self._frame("weak", None, days=days)
 
     def runs(self, source: str | None = None, limit: int = 20) -> pd.DataFrame:
-        """The `limit` last committed runs per source, newest first, with every count."""
+        """The `limit` last runs per source, newest first: how each ended, its tier, and the
+        counts of those that committed."""
         return self._frame("runs", source, limit=limit)
 
     def review(self, source: str | None = None) -> pd.DataFrame:

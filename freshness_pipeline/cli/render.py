@@ -114,6 +114,9 @@ def print_status(r: dict[str, Any], checks: CheckPolicy) -> None:
     if attempt and attempt["status"] != "success":
         head += f"; last attempt {_when(attempt['finished_at'])} {attempt['status']}"
     print(head)
+    for e in r.get("earlier_failures") or []:
+        why = f": {plain_error(e['message'])}" if e.get("message") else ""
+        print(f"  earlier attempt {_when(e['finished_at'])} {e['status']} (run {e['run_id']}){why}")
     if not r["index"]["clean"]:
         print(f"  INDEX NOT HEALTHY: {r['index']['summary']}")
     if last:

@@ -108,11 +108,14 @@ TOP_PAGES = Table("top_pages", (("url", "string"), ("sections written", "int")))
 SUSPECTS = Table("suspects", (("phrase added (+) / removed (-)", "string"), ("changed sections", "int")))
 
 
-# The committed runs, newest first: when, why a full re-index happened, and every count.
+# The runs, newest first: how each ended and its tier, when, why a full re-index happened,
+# and every count (of those that committed).
 RUNS = Table(
     "runs",
     (
         ("run_id", "string"),
+        ("status", "string"),  # success | blocked | failure | canceled | running
+        ("tier", "string"),  # hot | warm | cold | all
         ("started_at", "timestamp"),
         ("finished_at", "timestamp"),
         ("reason", "string"),

@@ -20,6 +20,7 @@ from ..core.quarantine import Release
 from ..core.segment import CHUNKER_VERSION
 from ..core.tables import PAGES_IN_ERROR, TOP_PAGES
 from ..core.tiers import TIERS
+from ..pipeline import run_record
 from ..pipeline.context import versions_for
 from ..pipeline.crawl import CrawlReport, crawl
 from ..pipeline.indexing import IndexReport, apply_plan
@@ -125,10 +126,12 @@ def _one_line_failure() -> Iterator[None]:
 def fetched_pages(
     context: dg.AssetExecutionContext, freshness: FreshnessResource
 ) -> Iterator[dg.Output[CrawlReport] | dg.AssetCheckResult]:
-    tier = context.run.tags.get(TIER_TAG)
+    tier, run_id = context.run.tags.get(TIER_TAG), context.run.run_id
     with freshness.open(context.partition_key) as ctx:
+        run_record.started(ctx.store, run_id, ctx.name, tier)
         release = Release.parse(context.run.tags.get(RELEASE_TAG))
-        report = crawl(ctx, run_id=context.run.run_id, tier=tier, release=release)
+        report = crawl(ctx, run_id=run_id, tier=tier, release=release)
+        run_record.crawled(ctx.store, run_id, report)
     for warning in report.warnings:
         context.log.warning(f"{report.source}: {warning}")
     context.log.info(
@@ -168,17 +171,19 @@ def fetched_pages(
     description="Sections (URL + heading path keys) of every page whose text may have changed, "
     "staged for diff_plan (the manifest itself changes only in vector_index's commit).",
 )
+@results_on_failure
 @beating()
 def section_manifest(
     context: dg.AssetExecutionContext, freshness: FreshnessResource, fetched_pages: CrawlReport
-) -> dg.Output[SectionsReport]:
+) -> Iterator[dg.Output[SectionsReport]]:
     with freshness.open(context.partition_key) as ctx, _one_line_failure():
         out = stage_sections(ctx, fetched_pages)  # the pages as that crawl staged them
+        run_record.warned(ctx.store, context.run.run_id, ctx.name, out.warnings)
     if out.reindex_reason:
         context.log.warning(f"{out.source}: full re-index: {out.reindex_reason}")
     for warning in out.warnings:
         context.log.warning(f"{out.source}: {warning}")
-    return dg.Output(
+    yield dg.Output(
         out,
         metadata={
             "live_pages": out.live_pages,
@@ -247,16 +252,19 @@ def diff_plan(
 def vector_index(
     context: dg.AssetExecutionContext, freshness: FreshnessResource, diff_plan: PlanReport
 ) -> Iterator[dg.Output[IndexReport] | dg.AssetCheckResult]:
+    run_id = context.run.run_id
     with freshness.open(context.partition_key) as ctx:
         allow = context.run.tags.get(ALLOW_SPIKE_TAG, "").lower() == "true"
+        run_record.indexing(ctx.store, run_id, ctx.name)
         with _one_line_failure():
             report = apply_plan(
                 ctx,
                 diff_plan,
-                run_id=context.run.run_id,
+                run_id=run_id,
                 spike_override=allow,
                 before_commit=lambda: refuse_commit_if_run_ended(context),
             )
+        run_record.indexed(ctx.store, run_id, ctx.name)
         context.log.info(f"{report.source}: {report.line()}")
         yield dg.Output(
             report,

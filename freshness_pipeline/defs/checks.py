@@ -91,6 +91,11 @@ FRESHNESS_ALERT = dg.AssetCheckSpec(
 )
 
 
+# The checks whose failure at ERROR stops their step's run (the run's record says it blocked).
+RUN_CHECKS = (STALE_SHARE, CHANGE_SPIKE, FLAGGED_PAGES, PAGES_NOT_CHECKED, RECONCILE_CLEAN, FRESHNESS_ALERT)
+BLOCKING = frozenset(spec.name for spec in RUN_CHECKS if spec.blocking)
+
+
 def _pct(share: float) -> str:
     """A share as the UI shows it: 25%, 2.5%, 0.12%."""
     return f"{share * 100:.3g}%"

@@ -15,7 +15,7 @@ from ..adapters.memory import collections_paused
 # worker's or a code server's start, and `freshness run`'s (docs/benchmarks.md).
 with collections_paused():
     from .assets import refresh_assets, refresh_job
-    from .attempts_sensor import failed_refresh_attempts
+    from .attempts_sensor import canceled_refresh_attempts, failed_refresh_attempts
     from .executors import refresh_executor
     from .metrics_assets import freshness_metrics
     from .resources import FreshnessResource
@@ -23,7 +23,7 @@ with collections_paused():
     from .source_freshness import source_fresh, source_freshness_sensor
 
 assets: list = [*refresh_assets, freshness_metrics]
-sensors: list = [*refresh_sensors, source_freshness_sensor, failed_refresh_attempts]
+sensors: list = [*refresh_sensors, source_freshness_sensor, failed_refresh_attempts, canceled_refresh_attempts]
 jobs: list = [refresh_job]
 
 defs = dg.Definitions(

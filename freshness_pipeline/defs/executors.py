@@ -33,6 +33,7 @@ REDIS_SCHEMES = ("redis", "rediss")
 AMQP_SCHEMES = ("amqp", "amqps", "pyamqp")
 # dagster-celery's own transport options: `config_source` replaces the key, so keep them.
 DAGSTER_CELERY_TRANSPORT = {"max_retries": 3, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
+BROKER_PROBE_S = 5.0  # how long `broker_unreachable` tries the broker
 
 
 def executor_name() -> str:
@@ -103,7 +104,7 @@ def shown_url(url: str) -> str:
 
 def executor_tags() -> dict[str, str]:
     """The tags of the refresh job's runs: under the Celery executor, its broker, so that a run
-    the broker refused names it (`run_summary.py`), and on Redis its visibility timeout, so
+    the broker refused names it (`run_status.py`), and on Redis its visibility timeout, so
     that `--submit` says when a dead worker's task comes back (`worker_watch.py`)."""
     if executor_name() != "celery":
         return {}
@@ -111,6 +112,23 @@ def executor_tags() -> dict[str, str]:
     transport = settings["config_source"]["broker_transport_options"]
     visibility = {VISIBILITY_TAG: str(transport["visibility_timeout"])} if "visibility_timeout" in transport else {}
     return {BROKER_TAG: shown_url(settings["broker"]), **visibility}
+
+
+def broker_unreachable(shown: str) -> str | None:
+    """Why the configured Celery broker cannot be reached ("Class: message", tried for at most
+    `BROKER_PROBE_S` through kombu's `Connection.ensure_connection`), or None when it can, or
+    when it is not the broker `shown` (a run's tag) names."""
+    broker = celery_settings()["broker"]
+    if shown_url(broker) != shown:
+        return None
+    from kombu import Connection
+
+    try:
+        with Connection(broker, connect_timeout=BROKER_PROBE_S) as connection:
+            connection.ensure_connection(max_retries=1, interval_start=0, interval_step=0, timeout=BROKER_PROBE_S)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
 
 
 def refresh_executor() -> dg.ExecutorDefinition | None:

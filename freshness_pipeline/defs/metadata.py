@@ -14,7 +14,6 @@ from ..core.tables import Kind, Table, utc_minute
 
 ROW_COUNT = "dagster/row_count"
 URI = "dagster/uri"
-# vector_index's metadata besides the run's counts (`run_summary.outcome` tells them apart)
 INDEX_EXTRAS = (
     "stale_share",
     "change_share",

@@ -3,12 +3,14 @@ URL`, or `$FRESHNESS_DAGSTER_URL`): the runs go through the deployment's run que
 and executor like the UI's, and this process only waits for them and reads what they did.
 
 Submitting, adding a source's partition, reading a run's status (`runOrError`) and its
-events are calls of the webserver's public GraphQL API, each bounded by the sources file's
+failure's message are calls of the webserver's public GraphQL API, each bounded by the sources file's
 `runs.graphql_timeout_s`; whatever the server does (refuses, stays silent, answers garbage,
 `data: null`, an HTTP error, no such run), the command says so in one `SubmitError` line.
 While the run goes, what its workers do (a step waiting for one, a worker that stopped
 heartbeating) is said once on stderr (`worker_watch.py`). The summary is
-`run_summary.outcome`, as for a run executed here.
+the run's own record in the state store the sources file names, which the deployment's
+steps wrote (`pipeline/run_record.py`), read with its status, as for a run executed here;
+for a failure no step recorded, the run's failure message as the webserver gives it.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from urllib.parse import urlsplit
 import httpx
 
 from ..config import Settings
+from ..pipeline import run_record
 from ..pipeline.errors import ServiceError
-from .run_summary import Check, RunFacts, failed_checks, outcome, short
 from .tags import PARTITION_TAG, run_tags
 from .worker_watch import WorkerWatch
 
@@ -54,34 +56,14 @@ _ADD_PARTITION = """mutation($selector: RepositorySelector!, $name: String!, $ke
     __typename ... on Error { message }
   }
 }"""
-# The metadata types of the values `outcome` reads (counts, texts, JSON); an error and its causes.
-_EVENTS = """query($runId: ID!, $after: String, $limit: Int) {
+# The message of the run's failure (what the UI shows on the run's page).
+_FAILURE = """query($runId: ID!, $after: String, $limit: Int) {
   logsForRun(runId: $runId, afterCursor: $after, limit: $limit) {
     __typename
     ... on Error { message }
-    ... on EventConnection {
-      cursor hasMore
-      events {
-        __typename
-        ... on MaterializationEvent { assetKey { path } metadataEntries { ...M } }
-        ... on AssetCheckEvaluationEvent { evaluation { checkName success severity description } }
-        ... on ExecutionStepStartEvent { stepKey }
-        ... on ExecutionStepSuccessEvent { stepKey }
-        ... on ExecutionStepFailureEvent { stepKey error { ...E } }
-        ... on RunFailureEvent { message error { ...E } }
-      }
-    }
+    ... on EventConnection { cursor hasMore events { __typename ... on RunFailureEvent { message } } }
   }
-}
-fragment M on MetadataEntry {
-  label
-  ... on IntMetadataEntry { intRepr }
-  ... on FloatMetadataEntry { floatValue }
-  ... on TextMetadataEntry { text }
-  ... on JsonMetadataEntry { jsonString }
-}
-fragment E on PythonError { className message causes { message } }
-"""
+}"""
 
 
 class SubmitError(ServiceError):
@@ -107,7 +89,7 @@ def submit_refreshes(
         runs[source] = (_launch(api, source, {**run_tags(tier, tags), PARTITION_TAG: source}), time.monotonic())
     for source in order:
         run_id, since = runs[source]
-        yield source, _watch(api, _Events(api, run_id, source), settings, since)
+        yield source, _watch(api, run_id, source, settings, since)
 
 
 class _GraphQL:
@@ -187,67 +169,31 @@ def _status(api: _GraphQL, run_id: str) -> str:
     return str(result["status"])
 
 
-class _Events:
-    """A run's events, read as they come (`read`), into its `RunFacts`."""
-
-    def __init__(self, api: _GraphQL, run_id: str, source: str) -> None:
-        self.api, self.cursor = api, None
-        self.facts = RunFacts(run_id, source, False, "STARTED")
-
-    def read(self) -> None:
-        while True:
-            variables = {"runId": self.facts.run_id, "after": self.cursor, "limit": PAGE}
-            page = self.api.field(_EVENTS, variables, "logsForRun")
-            if page["__typename"] != "EventConnection":
-                raise SubmitError(f"{self.api.endpoint}: the events of run {self.facts.run_id}: {page.get('message')}")
-            for e in page["events"]:
-                self._add(e)
-            self.cursor = page["cursor"]
-            if not page["hasMore"]:
-                return
-
-    def _add(self, e: dict[str, Any]) -> None:
-        facts, kind = self.facts, e["__typename"]
-        if kind == "MaterializationEvent":
-            asset = "/".join(e["assetKey"]["path"])
-            facts.materialized[asset] = {m["label"]: _value(m) for m in e["metadataEntries"]}
-        elif kind == "AssetCheckEvaluationEvent":
-            c = e["evaluation"]
-            facts.checks.append(Check(c["checkName"], c["severity"], c["success"], c["description"]))
-        elif kind == "ExecutionStepStartEvent":
-            facts.running.append(e["stepKey"])
-        elif kind in ("ExecutionStepSuccessEvent", "ExecutionStepFailureEvent") and e["stepKey"] in facts.running:
-            facts.running.remove(e["stepKey"])
-        if kind == "ExecutionStepFailureEvent" and e["error"]:  # the step's own error, under Dagster's wrapper
-            own = (e["error"]["causes"] or [e["error"]])[0]
-            facts.step_failures.append(f"{e['stepKey']}: {short(own['message'])}")
-            facts.blocked += failed_checks(e["error"]["className"], e["error"]["message"])
-        elif kind == "RunFailureEvent":  # its innermost error; none for a run failed from outside
-            error = e["error"] and [e["error"], *e["error"]["causes"]][-1]
-            facts.run_failures.append(short(error["message"]) if error else (e["message"] or "").strip())
-
-
-def _watch(api: _GraphQL, events: _Events, settings: Settings, since: float) -> dict[str, Any]:
+def _watch(api: _GraphQL, run_id: str, source: str, settings: Settings, since: float) -> dict[str, Any]:
     """Wait for the run to end (at most `runs.submit_wait_s` after it was submitted) and
     summarize it; says on stderr what its workers do (`WorkerWatch`)."""
     policy = settings.runs
-    facts = events.facts
-    workers = WorkerWatch(api.field, settings, facts.run_id, facts.source)
-    while (status := _status(api, facts.run_id)) not in FINISHED:
+    workers = WorkerWatch(api.field, settings, run_id, source)
+    while (status := _status(api, run_id)) not in FINISHED:
         if time.monotonic() - since > policy.submit_wait_s:
             raise SubmitError(
-                f"{api.endpoint}: run {facts.run_id} of {facts.source} is still {status} after "
+                f"{api.endpoint}: run {run_id} of {source} is still {status} after "
                 f"{policy.submit_wait_s:g} s (runs.submit_wait_s); it goes on in the deployment"
             )
-        events.read()
         workers.look()
         time.sleep(policy.poll_s)
-    events.read()
-    facts.status, facts.succeeded = status, status == "SUCCESS"
-    return outcome(facts, settings)
+    record, commit = run_record.read(settings, source, run_id)
+    unexplained = status == "FAILURE" and run_record.is_unexplained(record)
+    return run_record.outcome(run_id, status, record, commit, _failure_reason(api, run_id) if unexplained else None)
 
 
-def _value(entry: dict[str, Any]) -> Any:
-    if "intRepr" in entry:
-        return int(entry["intRepr"])
-    return json.loads(entry["jsonString"]) if "jsonString" in entry else entry.get("floatValue", entry.get("text"))
+def _failure_reason(api: _GraphQL, run_id: str) -> str | None:
+    after, found = None, None
+    while True:
+        page = api.field(_FAILURE, {"runId": run_id, "after": after, "limit": PAGE}, "logsForRun")
+        if page["__typename"] != "EventConnection":
+            return None
+        found = next((e["message"] for e in page["events"] if e["__typename"] == "RunFailureEvent"), found)
+        after = page["cursor"]
+        if not page["hasMore"]:
+            return f"{run_record.OUTSIDE}: {found.strip()}" if found else None

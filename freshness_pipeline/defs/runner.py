@@ -11,22 +11,30 @@ One `freshness run` of a source at a time: each run holds the source's run lock
 is still in flight once the lock is ours lost its process, and is failed at once
 (`dead_runs.py`), daemon or not.
 
-A Ctrl-C (or SIGTERM) inside a run is Dagster's: it fails the run's step and the run. Wherever
-it lands, the state store says whether the run's commit landed (it records the run id with
-each commit): `Interrupted.committed`.
+A Ctrl-C (or SIGTERM) inside a run is Dagster's: it fails the run's step and the run. That one
+reached this process is seen through Python's signal wakeup file descriptor, whichever
+handler Dagster had installed. Wherever it lands, the state store says whether the run's
+commit landed (it records the run id with each commit): `Interrupted.committed`.
+
+What each run did is its own record in the state store, read with its status
+(`pipeline/run_record.py`).
 """
 
 from __future__ import annotations
 
+import signal
+import socket
 import sys
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import dagster as dg
 
 from ..config import ConfigError, Settings, load_settings
+from ..pipeline import run_record
 from ..pipeline.attempts import committed, record_attempt
 from ..pipeline.errors import Interrupted, SourceWaitExpired
 from ..pipeline.source_runs import SourceHold, holding_source
@@ -34,7 +42,6 @@ from .dead_runs import fail_dead_run
 from .executors import EXECUTOR_ENV, executor_name
 from .partitions import sources_partitions
 from .remote import URL_ENV
-from .run_summary import from_events, interrupted, outcome
 from .tags import PARTITION_TAG, run_tags
 
 __all__ = ["Interrupted", "run_refresh", "run_refreshes"]
@@ -46,7 +53,7 @@ IN_FLIGHT = [dg.DagsterRunStatus(s) for s in ("QUEUED", "STARTING", "STARTED", "
 def run_refresh(
     source: str, *, tier: str | None = None, tags: dict[str, str] | None = None, log_level: str = "WARNING"
 ) -> dict[str, Any]:
-    """Refresh one source and say how it went (`run_summary.outcome`). `log_level` is for
+    """Refresh one source and say how it went (`pipeline/run_record.py`'s `outcome`). `log_level` is for
     the run's console only; the instance keeps every event."""
     ((_, done),) = run_refreshes(load_settings(), [source], tier=tier, tags=tags, log_level=log_level)
     return done
@@ -80,13 +87,13 @@ def run_refreshes(
 
     job = defs.resolve_job_def(JOB)
     for i, source in enumerate(order):
-        run_id, result, stopped = str(uuid.uuid4()), None, False
+        run_id, stopped = str(uuid.uuid4()), False
         try:
-            with holding_source(settings, source) as hold:
+            with holding_source(settings, source) as hold, _signals() as signals:
                 _end_dead_runs(instance, settings, hold)
                 _wait_for_runs_in_flight(instance, source, settings.runs.source_wait_s)
                 hold.executing(run_id)
-                result = job.execute_in_process(
+                job.execute_in_process(
                     instance=instance,
                     partition_key=source,
                     run_id=run_id,
@@ -94,13 +101,13 @@ def run_refreshes(
                     raise_on_error=False,
                     run_config=config,
                 )
-            stopped = interrupted(result.all_events)  # Dagster made the Ctrl-C a failed run
+                stopped = signals.seen()  # a Ctrl-C (Dagster makes it a failed run) or a SIGTERM
         except KeyboardInterrupt:  # outside the run's steps: before it, or as it ended
             stopped = True
         try:
-            done = _summary(instance, run_id, result, settings)
+            done = _summary(instance, source, run_id, settings)
         except KeyboardInterrupt:  # another Ctrl-C while it was read: read it once more
-            stopped, done = True, _summary(instance, run_id, result, settings)
+            stopped, done = True, _summary(instance, source, run_id, settings)
         if not stopped:
             yield source, done
             continue
@@ -121,15 +128,50 @@ def _run_config(settings: Settings, sources_file: str | None, log_level: str) ->
     }
 
 
-def _summary(
-    instance: dg.DagsterInstance, run_id: str, result: dg.ExecuteInProcessResult | None, settings: Settings | None
-) -> dict[str, Any]:
-    """The run's outcome from its result, or (a Ctrl-C reached it outside its steps) from its
-    status alone; none if it never started."""
+def _summary(instance: dg.DagsterInstance, source: str, run_id: str, settings: Settings) -> dict[str, Any]:
+    """The run's outcome from its record and its status; none if it never started."""
     run = instance.get_run_by_id(run_id)
     if run is None:
         return {"run_id": None, "status": "failure", "message": "interrupted before its run started"}
-    return outcome(from_events(run, result.all_events if result is not None else []), settings)
+    return run_record.read_outcome(settings, source, run_id, run.status.value)
+
+
+class _Seen:
+    def __init__(self, reader: socket.socket) -> None:
+        self.reader = reader
+        self.signals: set[int] = set()
+
+    def seen(self) -> bool:
+        """Whether a SIGINT or SIGTERM reached the process since the block began."""
+        try:
+            while chunk := self.reader.recv(256):
+                self.signals |= set(chunk)
+        except BlockingIOError:
+            pass
+        return bool(self.signals & {signal.SIGINT, signal.SIGTERM})
+
+
+@contextmanager
+def _signals() -> Iterator[_Seen]:
+    """The signals that reach the process in the block, whatever handler Python runs for
+    them (Dagster installs its own during a run): `signal.set_wakeup_fd`. Off the main
+    thread, where that cannot be set, none are seen."""
+    reader, writer = socket.socketpair()
+    reader.setblocking(False)
+    writer.setblocking(False)
+    try:
+        try:
+            before = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+        except ValueError:
+            yield _Seen(reader)
+            return
+        try:
+            yield _Seen(reader)
+        finally:
+            signal.set_wakeup_fd(before)
+    finally:
+        reader.close()
+        writer.close()
 
 
 def _end_dead_runs(instance: dg.DagsterInstance, settings: Settings, hold: SourceHold) -> None:

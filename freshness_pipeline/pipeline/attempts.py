@@ -30,22 +30,21 @@ def latest_attempt(
 
 
 def record_attempt(settings: Settings, name: str, outcome: Mapping[str, Any]) -> None:
-    """Keep a refresh's outcome (`defs/runner.py`'s summary) as the source's last attempt.
-    The store is brought to the newest schema first: a run that failed before its first
-    step never migrated it."""
+    """Keep a refresh's outcome (`run_record.outcome`) as the source's last attempt, and as
+    how its run ended in the run's record (its status, when, the message). The store is
+    brought to the newest schema first: a run that failed before its first step never
+    migrated it."""
     url = state_url(settings)
     migrate(url)
     store = StateStore(url)
+    now, run_id = time.time(), outcome.get("run_id")
+    status, message = str(outcome.get("status") or "failure"), outcome.get("message")
     try:
-        store.runs.record_attempt(
-            name,
-            {
-                "run_id": outcome.get("run_id"),
-                "finished_at": time.time(),
-                "status": str(outcome.get("status") or "failure"),
-                "message": outcome.get("message"),
-            },
-        )
+        store.runs.record_attempt(name, {"run_id": run_id, "finished_at": now, "status": status, "message": message})
+        if run_id is not None:
+            store.runs.update_run(
+                run_id, name, {"status": status, "finished_at": now}, facts={"message": message}, started_at=now
+            )
     finally:
         store.close()
 

@@ -42,6 +42,7 @@ def source_status(settings: Settings, name: str, *, recent_runs: int = 10) -> di
             fresh["freshness"]["alert"] = True  # a score measured on an index that is not there
         last = runs[0] if runs else None
         attempt = latest_attempt(ctx.store.runs.last_attempt(name), last)
+        earlier = earlier_failures(ctx.store.runs.run_records(name, limit=recent_runs), runs, attempt)
         verdict = source_verdict(ctx.store, ctx.source)
         if fresh["freshness"] and not verdict.passed:
             fresh["freshness"]["alert"] = True
@@ -57,6 +58,7 @@ def source_status(settings: Settings, name: str, *, recent_runs: int = 10) -> di
                 "tiers": dict(tiers),
                 "last_run": last,  # the last success: the last run that committed
                 "last_attempt": attempt,
+                "earlier_failures": earlier,
                 "verdict": {
                     "state": verdict.state,
                     "level": verdict.level,
@@ -79,6 +81,25 @@ def source_status(settings: Settings, name: str, *, recent_runs: int = 10) -> di
         )
     finally:
         ctx.close()
+
+
+def earlier_failures(
+    records: list[dict[str, Any]], successes: list[dict[str, Any]], attempt: Mapping[str, Any] | None
+) -> list[dict[str, Any]]:
+    """The runs that ended unsuccessfully (failed, blocked, canceled; a dead run failed by the
+    next) since the success before the last attempt, the last attempt left out; newest first."""
+    if attempt is None:
+        return []
+    before = [r["finished_at"] for r in successes if r["run_id"] != attempt["run_id"]]
+    since = max((f for f in before if f <= attempt["finished_at"]), default=None)
+    return [
+        {k: r[k] for k in ("run_id", "status", "finished_at")} | {"message": r["facts"].get("message")}
+        for r in records
+        if r["status"] not in (None, "running", "success")
+        and r["finished_at"] is not None
+        and r["run_id"] != attempt["run_id"]
+        and (since is None or r["finished_at"] > since)
+    ]
 
 
 def freshness_status(ctx: SourceContext) -> dict[str, Any]:

@@ -88,7 +88,18 @@ def _golden_misses(ctx: SourceContext) -> Rows:
 
 
 def _runs(ctx: SourceContext, limit: int = 20) -> Rows:
-    return _only([{**r, **r["counts"]} for r in ctx.store.runs.recent(ctx.name, limit)], RUNS)
+    """The `limit` latest runs, newest first: those that committed (with their counts) and,
+    from the runs' own records, those that did not; each with its status and tier."""
+    records = {r["run_id"]: r for r in ctx.store.runs.run_records(ctx.name, limit)}
+    rows = []
+    for run in ctx.store.runs.recent(ctx.name, limit):
+        record = records.pop(run["run_id"], None) or {}
+        status = record.get("status") if record.get("status") not in (None, "running") else "success"
+        since = record.get("started_at", run["started_at"])
+        rows.append((since, {**run, **run["counts"], "status": status, "tier": record.get("tier")}))
+    rows += [(r["started_at"], r) for r in records.values()]
+    rows.sort(key=lambda row: row[0], reverse=True)
+    return _only([row for _, row in rows[:limit]], RUNS)
 
 
 def _review(ctx: SourceContext) -> Rows:

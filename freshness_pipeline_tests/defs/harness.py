@@ -40,13 +40,3 @@ def check_result(result: dg.ExecuteInProcessResult, name: str) -> dg.AssetCheckE
 
 def materialized(result: dg.ExecuteInProcessResult) -> set[str]:
     return {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
-
-
-def failure_context(instance: dg.DagsterInstance, result: dg.ExecuteInProcessResult) -> dg.RunFailureSensorContext:
-    """What the daemon gives a run failure sensor for the failed run of `result`."""
-    run = instance.get_run_by_id(result.run_id)
-    assert run is not None
-    failure = next(e for e in result.all_events if e.event_type == dg.DagsterEventType.RUN_FAILURE)
-    return dg.build_run_status_sensor_context(
-        sensor_name="failure", dagster_instance=instance, dagster_run=run, dagster_event=failure
-    ).for_run_failure()

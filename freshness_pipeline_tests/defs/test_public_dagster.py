@@ -36,26 +36,6 @@ KNOWN: dict[tuple[str, str], str] = {
     # docs/decisions/0003: a dead local run is failed, and its slots freed, with no daemon.
     ("DagsterInstance", "report_run_failed"): "defs/dead_runs.py",
     ("DagsterInstance", "event_log_storage"): "defs/dead_runs.py",
-    # Issue 54 item 4 (a run's outcome from the state store, not from its events) removes these.
-    **{
-        (owner, attr): "defs/run_summary.py"
-        for owner, attrs in {
-            "DagsterEvent": (
-                "asset_check_evaluation_data",
-                "event_specific_data",
-                "message",
-                "step_failure_data",
-                "step_key",
-                "step_materialization_data",
-            ),
-            "AssetCheckEvaluation": ("check_name", "description", "passed", "severity"),
-            "AssetKey": ("to_user_string",),
-            "SerializableErrorInfo": ("cause", "cls_name", "message"),
-            "StepFailureData": ("error",),
-            "StepMaterializationData": ("materialization",),
-        }.items()
-        for attr in attrs
-    },
     # Documented on Dagster's API pages without the marker in 1.13.
     ("AssetExecutionContext", "run"): "defs/assets.py, defs/metrics_assets.py, defs/step_endings.py",
     ("SensorEvaluationContext", "log"): "defs/sensors.py, defs/source_freshness.py",
@@ -260,6 +240,31 @@ def test_no_dagster_attribute_outside_the_public_api() -> None:
     assert not unknown, f"attributes of Dagster objects outside its public API: {unknown}"
     gone = sorted(set(KNOWN) - set(non_public))
     assert not gone, f"no longer touched, drop them from KNOWN: {gone}"
+
+
+# What a run did is read from the run's own record and its status, never from Dagster's event
+# internals, its error records or the text of its messages (class names, stack frames).
+EVENT_INTERNALS = (
+    "step_materialization_data",
+    "asset_check_evaluation_data",
+    "step_failure_data",
+    "event_specific_data",
+    "SerializableErrorInfo",
+    "cls_name",
+    "DagsterAssetCheckFailedError",
+    "/kombu/",
+    "all_events",
+)
+
+
+def test_no_run_is_read_from_dagster_event_internals_or_messages() -> None:
+    found = {
+        f"{path.relative_to(PACKAGE)}: {name}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for name in EVENT_INTERNALS
+        if name in path.read_text()
+    }
+    assert not found, f"event internals read by the package: {sorted(found)}"
 
 
 # Dagster's documented resource lifecycle hook ("Lifecycle hooks" of its resources guide),

@@ -14,11 +14,12 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from freshness_pipeline.defs.run_summary import summarize
+from freshness_pipeline.config import load_settings
+from freshness_pipeline.defs.attempts_sensor import attempt_of
 from freshness_pipeline.defs.runner import run_refresh
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.dagster_services import daemon, stop_sensors, webserver
-from freshness_pipeline_tests.defs.harness import SOURCE, failure_context
+from freshness_pipeline_tests.defs.harness import SOURCE
 from freshness_pipeline_tests.sitegen import generate
 
 REPO = Path(__file__).resolve().parents[2]
@@ -60,13 +61,15 @@ def _needs_broker(broker: _Broker) -> int:
     return 1
 
 
-def test_a_run_that_fails_outside_its_steps_reports_the_cause(instance: dg.DagsterInstance) -> None:
-    """Dagster's run failure says "An exception was thrown during execution"; the cause is in
-    the failure event's error chain (a resource that did not start, a lost Celery worker)."""
+def test_a_run_that_fails_outside_its_steps_says_so(sources: Path, instance: dg.DagsterInstance) -> None:
+    """A resource that did not start: no step of the run recorded anything, and the outcome
+    says where to look instead of reading Dagster's error records."""
     result = dg.materialize([_needs_broker], resources={"broker": _Broker()}, instance=instance, raise_on_error=False)
-    outcome = summarize(failure_context(instance, result))
-    assert outcome["status"] == "failure"
-    assert outcome["message"] == "ConnectionError: broker at 127.0.0.1:9 refused the connection"
+    run = instance.get_run_by_id(result.run_id)
+    assert run is not None
+    outcome = attempt_of(run, instance, load_settings())
+    assert outcome["status"] == "failure" and outcome["run_id"] == result.run_id
+    assert outcome["message"].startswith("run FAILURE outside its steps: no step recorded an error"), outcome
 
 
 def _cli(env: dict[str, str], *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:

@@ -8,8 +8,9 @@ import json
 
 import dagster as dg
 
+from freshness_pipeline.config import load_settings
+from freshness_pipeline.defs.attempts_sensor import attempt_of
 from freshness_pipeline.defs.partitions import SOURCES
-from freshness_pipeline.defs.run_summary import summarize
 
 
 def refresh_job() -> dg.JobDefinition:
@@ -26,11 +27,7 @@ def main() -> None:
         )
         run = instance.get_run_by_id(result.run_id)
         assert run is not None
-        failure = next(e for e in result.all_events if e.event_type == dg.DagsterEventType.RUN_FAILURE)
-        context = dg.build_run_status_sensor_context(
-            sensor_name="failure", dagster_instance=instance, dagster_run=run, dagster_event=failure
-        )
-        print(json.dumps(summarize(context.for_run_failure())))  # as the run failure sensor sees it
+        print(json.dumps(attempt_of(run, instance, load_settings())))  # as the run failure sensor sees it
 
 
 if __name__ == "__main__":
