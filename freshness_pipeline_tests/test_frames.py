@@ -224,7 +224,29 @@ def test_the_runs_frame_has_each_committed_run_newest_first(refreshed: Refreshed
     assert {k: frame.loc[0, k] for k in KEYS} == {k: last["counts"][k] for k in KEYS}
     assert frame.loc[0, "started_at"] == utc(last["started_at"]) > frame.loc[1, "started_at"]
     assert (frame.loc[1, "new"], frame.loc[0, "gone"]) == (5, 1)  # v1's five pages; v2 dropped one
+    assert list(frame["status"]) == ["success", "success"] and list(frame["tier"]) == ["all", "all"]
     assert len(refreshed.frames.runs(limit=1)) == 1
+
+
+def test_the_runs_frame_has_a_run_that_did_not_commit_with_its_status_and_tier(dagster_home: Path) -> None:
+    sources = dagster_home / "sources.yaml"
+    sources.write_text(
+        yaml.safe_dump(
+            {
+                "sources": [{"name": "docs", "sitemap": "http://127.0.0.1:9/sitemap.xml"}],
+                "embedder": {"provider": "hashing"},
+            }
+        )
+    )
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["run", "--tier", "hot", "--json", "--sources", str(sources)]) == 1
+    (failed,) = [json.loads(line) for line in out.getvalue().splitlines()]
+    frame = open_index(dagster_home, sources).frames.runs()
+    assert_typed(frame, RUNS.per_source())
+    (row,) = frame.to_dict("records")
+    assert (row["run_id"], row["status"], row["tier"]) == (failed["run_id"], "failure", "hot")
+    assert pd.isna(row["new"]) and row["started_at"] < row["finished_at"]
 
 
 def test_the_review_frame_lists_the_flagged_pages_of_status(refreshed: Refreshed) -> None:

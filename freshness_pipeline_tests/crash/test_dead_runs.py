@@ -143,6 +143,17 @@ def test_a_run_killed_in_vector_index_is_failed_by_the_next_run_with_no_daemon(
             assert failed.end_time is not None
         (reason,) = failure_reasons(dead_id)
         assert "its process (" in reason and "is gone" in reason, reason
+        # `status`: the next run is the last attempt, and the dead run's failure is still shown.
+        status = subprocess.run(
+            [sys.executable, "-m", "freshness_pipeline.cli", "status"],
+            env=env_for(home, sources),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        shown = [line for line in status.stdout.splitlines() if f"(run {dead_id})" in line]
+        assert len(shown) == 1 and "earlier attempt" in shown[0] and " failure " in shown[0], status.stdout
+        assert "its process (" in shown[0] and "is gone" in shown[0], status.stdout
         converged(env_for(home, sources), pages, site.base_url)
 
 

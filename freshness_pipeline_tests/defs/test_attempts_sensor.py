@@ -1,6 +1,6 @@
 """A refresh that no `freshness` command waited for (a sensor's run, the UI's) is the source's
-last attempt in `freshness status`: a failed one through the run failure sensor, a successful
-one through the run log its commit wrote."""
+last attempt in `freshness status`: a failed one through the run failure sensor, a canceled
+one through the canceled-run sensor, a successful one through the run log its commit wrote."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from freshness_pipeline.defs.attempts_sensor import failed_refresh_attempts
+from freshness_pipeline.defs.attempts_sensor import canceled_refresh_attempts, failed_refresh_attempts
 from freshness_pipeline.defs.definitions import defs
 from freshness_pipeline.defs.partitions import sources_partitions
 from freshness_pipeline.defs.resources import FreshnessResource
@@ -72,3 +72,32 @@ def test_a_success_launched_from_the_ui_after_a_cli_run_is_the_last_attempt(
     assert after["last_attempt"]["run_id"] == result.run_id != first["last_attempt"]["run_id"]
     assert after["last_attempt"]["status"] == "success"
     assert after["last_attempt"]["finished_at"] == after["last_run"]["finished_at"]
+
+
+def test_a_canceled_run_is_the_sources_last_attempt(dagster_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run canceled in the UI (here: before it started) is kept by the canceled-run sensor,
+    and `freshness status` shows it as the last attempt."""
+    sources = write_sources(dagster_home / "sources.yaml", "http://127.0.0.1:9/sitemap.xml")
+    monkeypatch.setenv("FRESHNESS_SOURCES", str(sources))
+    instance = dg.DagsterInstance.get()
+    instance.add_dynamic_partitions(sources_partitions.name, ["docs"])
+    queued = instance.create_run_for_job(defs.resolve_job_def("refresh"), tags={"dagster/partition": "docs"})
+    instance.report_run_canceled(queued)
+    run = instance.get_run_by_id(queued.run_id)
+    assert run is not None and run.status == dg.DagsterRunStatus.CANCELED
+    (canceled,) = instance.all_logs(run.run_id, of_type=dg.DagsterEventType.RUN_CANCELED)
+    with dg.build_run_status_sensor_context(
+        sensor_name=canceled_refresh_attempts.name,
+        dagster_instance=instance,
+        dagster_run=run,
+        dagster_event=canceled.dagster_event,
+        resources={"freshness": FreshnessResource()},
+    ) as context:
+        canceled_refresh_attempts(context)
+
+    (after,) = json.loads(cli("status", "--json", "--sources", str(sources))[0])
+    assert after["last_attempt"]["run_id"] == run.run_id
+    assert (after["last_attempt"]["status"], after["last_attempt"]["message"]) == ("canceled", "run CANCELED")
+    text = cli("status", "--sources", str(sources))[0]
+    assert text.splitlines()[0].endswith(" canceled"), text
+    assert "ALERT: not refreshed: the last refresh" in text, text
