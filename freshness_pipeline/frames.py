@@ -30,8 +30,8 @@ page), `run_id` (a Dagster run: `history` and `runs`). The columns:
     golden_misses  kind (query | section), subject, consecutive, total, runs
     weak           source (the best match's), created_at, best_score (empty: nothing
                    matched), query, best_url, model
-    runs           run_id, status (success | blocked | failure | canceled; running: not
-                   ended, or ended unseen), tier (the pages it fetched: hot | warm | cold |
+    runs           run_id, status (success | blocked | failure, a canceled run's too;
+                   running: not ended, or ended unseen), tier (the pages it fetched: hot | warm | cold |
                    all; empty: not recorded), started_at, finished_at (when it committed;
                    for a run that did not, when it ended), reason (why a full re-index
                    happened), then every count of core/run_counts.py (pages: crawled, new,

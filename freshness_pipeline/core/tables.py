@@ -114,7 +114,7 @@ RUNS = Table(
     "runs",
     (
         ("run_id", "string"),
-        ("status", "string"),  # success | blocked | failure | canceled | running
+        ("status", "string"),  # success | blocked | failure | running
         ("tier", "string"),  # hot | warm | cold | all
         ("started_at", "timestamp"),
         ("finished_at", "timestamp"),

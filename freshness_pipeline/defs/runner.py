@@ -16,8 +16,7 @@ reached this process is seen through Python's signal wakeup file descriptor, whi
 handler Dagster had installed. Wherever it lands, the state store says whether the run's
 commit landed (it records the run id with each commit): `Interrupted.committed`.
 
-What each run did is its own record in the state store, read with its status
-(`pipeline/run_record.py`).
+What each run did is its own record in the state store, read with its status (`run_status.py`).
 """
 
 from __future__ import annotations
@@ -34,7 +33,6 @@ from typing import Any
 import dagster as dg
 
 from ..config import ConfigError, Settings, load_settings
-from ..pipeline import run_record
 from ..pipeline.attempts import committed, record_attempt
 from ..pipeline.errors import Interrupted, SourceWaitExpired
 from ..pipeline.source_runs import SourceHold, holding_source
@@ -42,6 +40,7 @@ from .dead_runs import fail_dead_run
 from .executors import EXECUTOR_ENV, executor_name
 from .partitions import sources_partitions
 from .remote import URL_ENV
+from .run_status import ended
 from .tags import PARTITION_TAG, run_tags
 
 __all__ = ["Interrupted", "run_refresh", "run_refreshes"]
@@ -105,9 +104,9 @@ def run_refreshes(
         except KeyboardInterrupt:  # outside the run's steps: before it, or as it ended
             stopped = True
         try:
-            done = _summary(instance, source, run_id, settings)
+            done = _summary(instance, run_id, settings)
         except KeyboardInterrupt:  # another Ctrl-C while it was read: read it once more
-            stopped, done = True, _summary(instance, source, run_id, settings)
+            stopped, done = True, _summary(instance, run_id, settings)
         if not stopped:
             yield source, done
             continue
@@ -128,12 +127,12 @@ def _run_config(settings: Settings, sources_file: str | None, log_level: str) ->
     }
 
 
-def _summary(instance: dg.DagsterInstance, source: str, run_id: str, settings: Settings) -> dict[str, Any]:
+def _summary(instance: dg.DagsterInstance, run_id: str, settings: Settings) -> dict[str, Any]:
     """The run's outcome from its record and its status; none if it never started."""
     run = instance.get_run_by_id(run_id)
     if run is None:
         return {"run_id": None, "status": "failure", "message": "interrupted before its run started"}
-    return run_record.read_outcome(settings, source, run_id, run.status.value)
+    return ended(instance, settings, run)
 
 
 class _Seen:

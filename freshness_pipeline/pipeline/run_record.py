@@ -31,7 +31,8 @@ from .ports import State
 
 SHOWN = 20  # pages of each kind in an outcome
 INDEX_STEP = "vector_index"  # the step that commits
-RUNNING, SUCCESS, BLOCKED, FAILURE, CANCELED = "running", "success", "blocked", "failure", "canceled"
+RUNNING, SUCCESS, BLOCKED, FAILURE = "running", "success", "blocked", "failure"
+OUTSIDE = "run FAILURE outside its steps"  # a failure no step of the run recorded
 
 
 def note(
@@ -95,10 +96,11 @@ def outcome(
 ) -> dict[str, Any]:
     """What `freshness run` returns of run `run_id`, from Dagster's run `status` ("SUCCESS",
     "FAILURE", "CANCELED", …), its `record` and its `commit` (`RunLog.committed`): `status`
-    (success | blocked | failure | canceled), `message`, the counts (the commit's, else the
+    (success | blocked | failure), `message`, the counts (the commit's, else the
     crawl's), the checks that did not pass, the pages to review, and `committed` when a run
-    that did not succeed committed all the same. `cause`: the reader's own finding of why a
-    run failed where no step recorded an error."""
+    that did not succeed committed all the same. A canceled run is a failure whose message
+    says so. `cause`: why the run failed where no step recorded an error, as its reader
+    found it (the run's failure reason in Dagster, a broker out of reach)."""
     facts = (record or {}).get("facts") or {}
     out: dict[str, Any] = {"run_id": run_id}
     if commit is not None:
@@ -118,7 +120,9 @@ def outcome(
     if blocked and commit is None:
         message = "; ".join(f"{c['name']}: {c['description'] or 'failed'}" for c in blocked)
         return {**out, "status": BLOCKED, "message": message}
-    message = "; ".join(facts.get("errors") or []) or cause or facts.get("message") or _unexplained(status)
+    message = "; ".join(facts.get("errors") or []) or cause or _unexplained(status)
+    if status == "CANCELED" and facts.get("errors"):
+        message += "; run CANCELED"
     if commit is not None:
         out["committed"] = True
         message += " (its commit had landed: the counts above are indexed)"
@@ -127,12 +131,12 @@ def outcome(
             f"; {INDEX_STEP} was still running in its worker when the run ended: it does not commit "
             "for a run that ended"
         )
-    return {**out, "status": CANCELED if status == "CANCELED" else FAILURE, "message": message}
+    return {**out, "status": FAILURE, "message": message}
 
 
 def _unexplained(status: str) -> str:
     if status == "FAILURE":
-        return "run FAILURE outside its steps: no step recorded an error (the run's events in the Dagster UI say why)"
+        return f"{OUTSIDE}: no step recorded an error (the run's events in the Dagster UI say why)"
     return f"run {status}"
 
 
@@ -146,12 +150,6 @@ def read(settings: Settings, source: str, run_id: str) -> tuple[dict[str, Any] |
         return store.runs.run_record(run_id), store.runs.committed(source, run_id)
     finally:
         store.close()
-
-
-def read_outcome(settings: Settings, source: str, run_id: str, status: str, cause: str | None = None) -> dict[str, Any]:
-    """`outcome` of run `run_id` of `source`, read from the settings' state store."""
-    record, commit = read(settings, source, run_id)
-    return outcome(run_id, status, record, commit, cause)
 
 
 def is_unexplained(record: dict[str, Any] | None) -> bool:

@@ -16,7 +16,7 @@ from freshness_pipeline.defs.automation import launching_sensors_status
 
 REPO = Path(__file__).resolve().parents[2]
 LAUNCHING = {"tier_cadence_sensor", "version_bump_sensor", "source_freshness_sensor"}
-QUIET = {"sources_partitions_sensor", "failed_refresh_attempts"}
+QUIET = {"sources_partitions_sensor", "failed_refresh_attempts", "canceled_refresh_attempts"}
 PRINT_STATUSES = (
     "import json; from freshness_pipeline.defs.definitions import defs; "
     "print(json.dumps({s.name: s.default_status.value for s in defs.sensors}))"

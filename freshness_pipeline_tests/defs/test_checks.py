@@ -15,7 +15,7 @@ import yaml
 from freshness_pipeline.adapters.state.store import StateStore
 from freshness_pipeline.config import load_settings, state_url
 from freshness_pipeline.core.spike import history_shares, judge, suspects
-from freshness_pipeline.defs.attempts_sensor import attempt_of
+from freshness_pipeline.defs.run_status import ended
 from freshness_pipeline.defs.runner import run_refresh
 from freshness_pipeline.defs.tags import ALLOW_SPIKE_TAG
 from freshness_pipeline.demo.server import DocsSite
@@ -73,7 +73,7 @@ def test_change_spike_blocks_vector_index_until_the_override(
     assert "/guide/page" in spike.description and ALLOW_SPIKE_TAG in spike.description
     assert not any(FEEDBACK in t for t in manifest_texts())  # the index was not touched
     # The run failure sensor's summary of it (a sensor's run: no command waited for it).
-    sensed = attempt_of(instance.get_run_by_id(blocked.run_id), instance, load_settings())
+    sensed = ended(instance, load_settings(), instance.get_run_by_id(blocked.run_id))
     assert sensed["status"] == "blocked" and sensed["message"].startswith("change_spike: ")
     assert sensed["crawled"] == 8 and sensed["run_id"] == blocked.run_id  # its crawl's materialization
     # `freshness run` says so, naming the check and what to do.

@@ -15,9 +15,10 @@ import dagster as dg
 import pytest
 
 from freshness_pipeline.config import load_settings
-from freshness_pipeline.defs.attempts_sensor import attempt_of
+from freshness_pipeline.defs.run_status import ended
 from freshness_pipeline.defs.runner import run_refresh
 from freshness_pipeline.demo.server import DocsSite
+from freshness_pipeline.pipeline.run_record import OUTSIDE
 from freshness_pipeline_tests.dagster_services import daemon, stop_sensors, webserver
 from freshness_pipeline_tests.defs.harness import SOURCE
 from freshness_pipeline_tests.sitegen import generate
@@ -63,13 +64,14 @@ def _needs_broker(broker: _Broker) -> int:
 
 def test_a_run_that_fails_outside_its_steps_says_so(sources: Path, instance: dg.DagsterInstance) -> None:
     """A resource that did not start: no step of the run recorded anything, and the outcome
-    says where to look instead of reading Dagster's error records."""
+    gives the run's failure as Dagster has it, not its error records."""
     result = dg.materialize([_needs_broker], resources={"broker": _Broker()}, instance=instance, raise_on_error=False)
     run = instance.get_run_by_id(result.run_id)
     assert run is not None
-    outcome = attempt_of(run, instance, load_settings())
+    outcome = ended(instance, load_settings(), run)
     assert outcome["status"] == "failure" and outcome["run_id"] == result.run_id
-    assert outcome["message"].startswith("run FAILURE outside its steps: no step recorded an error"), outcome
+    # Dagster's run failure, as the UI shows it on the run's page
+    assert outcome["message"].startswith(f"{OUTSIDE}: Execution of run for "), outcome
 
 
 def _cli(env: dict[str, str], *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:

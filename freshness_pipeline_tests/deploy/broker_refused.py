@@ -9,8 +9,8 @@ import json
 import dagster as dg
 
 from freshness_pipeline.config import load_settings
-from freshness_pipeline.defs.attempts_sensor import attempt_of
 from freshness_pipeline.defs.partitions import SOURCES
+from freshness_pipeline.defs.run_status import ended
 
 
 def refresh_job() -> dg.JobDefinition:
@@ -27,7 +27,7 @@ def main() -> None:
         )
         run = instance.get_run_by_id(result.run_id)
         assert run is not None
-        print(json.dumps(attempt_of(run, instance, load_settings())))  # as the run failure sensor sees it
+        print(json.dumps(ended(instance, load_settings(), run)))  # as the run failure sensor sees it
 
 
 if __name__ == "__main__":

@@ -76,7 +76,7 @@ def test_a_run_that_ended_unseen_by_its_steps(store: StateStore) -> None:
     """Failed outside its steps, canceled, or ended while vector_index was still running."""
     assert run_record.outcome(RUN, "FAILURE", None, None)["message"].startswith("run FAILURE outside its steps")
     canceled = run_record.outcome(RUN, "CANCELED", None, None)
-    assert (canceled["status"], canceled["message"]) == ("canceled", "run CANCELED")
+    assert (canceled["status"], canceled["message"]) == ("failure", "run CANCELED")
     run_record.indexing(store, RUN, "docs")
     out = run_record.outcome(RUN, "FAILURE", store.runs.run_record(RUN), None)
     assert "vector_index was still running in its worker when the run ended" in out["message"]
