@@ -52,8 +52,8 @@ IN_FLIGHT = [dg.DagsterRunStatus(s) for s in ("QUEUED", "STARTING", "STARTED", "
 def run_refresh(
     source: str, *, tier: str | None = None, tags: dict[str, str] | None = None, log_level: str = "WARNING"
 ) -> dict[str, Any]:
-    """Refresh one source and say how it went (`pipeline/run_record.py`'s `outcome`). `log_level` is for
-    the run's console only; the instance keeps every event."""
+    """Refresh one source and say how it went (`run_status.ended`). `log_level` is for the
+    run's console only; the instance keeps every event."""
     ((_, done),) = run_refreshes(load_settings(), [source], tier=tier, tags=tags, log_level=log_level)
     return done
 
@@ -136,6 +136,8 @@ def _summary(instance: dg.DagsterInstance, run_id: str, settings: Settings) -> d
 
 
 class _Seen:
+    """The signals `_signals` saw, read from its wakeup socket."""
+
     def __init__(self, reader: socket.socket) -> None:
         self.reader = reader
         self.signals: set[int] = set()
