@@ -1,7 +1,7 @@
 """`freshness run` on the embedded instance executes each refresh in its own process as a run
 of the `refresh` job recorded in the instance; against a deployment (`--submit URL`) it
 submits the run to a real `dagster-webserver`, whose daemon launches it, waits for it and
-prints the same counts, read from the run's materializations."""
+prints the same counts, read from the run's own record in the state store."""
 
 from __future__ import annotations
 
