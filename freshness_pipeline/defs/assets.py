@@ -178,7 +178,7 @@ def section_manifest(
 ) -> Iterator[dg.Output[SectionsReport]]:
     with freshness.open(context.partition_key) as ctx, _one_line_failure():
         out = stage_sections(ctx, fetched_pages)  # the pages as that crawl staged them
-        run_record.warned(ctx.store, context.run.run_id, ctx.name, out.warnings)
+        run_record.sectioned(ctx.store, context.run.run_id, ctx.name, out.warnings, out.errors)
     if out.reindex_reason:
         context.log.warning(f"{out.source}: full re-index: {out.reindex_reason}")
     for warning in out.warnings:

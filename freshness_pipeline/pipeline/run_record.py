@@ -9,6 +9,7 @@ The record's `facts`:
 
     crawl        the crawl's counts: crawled, errors, skipped
     pages        the pages to review (errors, flagged, skipped): url -> why, the first `SHOWN`
+    section_errors  the pages whose text could not be segmented: url -> why, the first `SHOWN`
     warnings     the crawl's and the sections' warnings (quarantine holds among them)
     checks       the checks that did not pass: name, severity, description
     blocked      the blocking checks among them that failed at ERROR: their step stopped the run
@@ -62,8 +63,10 @@ def crawled(store: State, run_id: str, report: CrawlReport) -> None:
     note(store, run_id, report.source, facts={"crawl": counts, "pages": pages}, append={"warnings": report.warnings})
 
 
-def warned(store: State, run_id: str, source: str, warnings: list[str]) -> None:
-    note(store, run_id, source, append={"warnings": warnings})
+def sectioned(store: State, run_id: str, source: str, warnings: list[str], errors: dict[str, str]) -> None:
+    """The section stage's warnings, and its pages in error (shown with the crawl's)."""
+    facts = {"section_errors": dict(sorted(errors.items())[:SHOWN])}
+    note(store, run_id, source, facts=facts, append={"warnings": warnings})
 
 
 def indexing(store: State, run_id: str, source: str) -> None:
@@ -109,6 +112,7 @@ def outcome(
         out |= facts.get("crawl") or {}
     if "pages" in facts:
         pages = facts["pages"]
+        pages["errors"] = {**(pages.get("errors") or {}), **(facts.get("section_errors") or {})}
         for kind, key in (("skipped", "skipped_pages"), ("errors", "error_pages"), ("flagged", "flagged_pages")):
             out[key] = dict(sorted((pages.get(kind) or {}).items())[:SHOWN])
         out["warnings"] = list(facts.get("warnings") or [])

@@ -29,7 +29,7 @@ def crawl_report() -> CrawlReport:
 def test_the_steps_writes_merge_into_one_record(store: StateStore) -> None:
     run_record.started(store, RUN, "docs", "hot")
     run_record.crawled(store, RUN, crawl_report())
-    run_record.warned(store, RUN, "docs", ["a section warning"])
+    run_record.sectioned(store, RUN, "docs", ["a section warning"], {"http://d.test/d": "over the page deadline"})
     run_record.indexing(store, RUN, "docs")
     record = store.runs.run_record(RUN)
     assert record is not None
@@ -39,6 +39,8 @@ def test_the_steps_writes_merge_into_one_record(store: StateStore) -> None:
     assert facts["pages"]["errors"] == {"http://d.test/b": "HTTP 500"}
     assert facts["warnings"] == [*crawl_report().warnings, "a section warning"]
     assert facts["running"] == ["vector_index"]
+    pages = run_record.outcome(RUN, "FAILURE", record, None)["error_pages"]
+    assert pages == {"http://d.test/b": "HTTP 500", "http://d.test/d": "over the page deadline"}
     run_record.indexed(store, RUN, "docs")
     record = store.runs.run_record(RUN)
     assert record is not None and record["status"] == "success"
