@@ -10,11 +10,17 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# How long the stopped suite may take to start its tree and to end: the suite's own per-test
+# bound (pytest-timeout's `timeout` in pyproject.toml), not a guess at a busy machine's speed.
+SUITE_TIMEOUT_S = float(
+    tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["timeout"]
+)
 HANGING = """
 import time
 from pathlib import Path
@@ -35,6 +41,7 @@ def group_alive(group: int) -> bool:
     return True
 
 
+@pytest.mark.timeout(3 * SUITE_TIMEOUT_S)  # the stopped suite's start and end, each within its own bound
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_stopped_suite_leaves_no_process_of_its_tests(tmp_path: Path, sig: signal.Signals) -> None:
     pid_file = tmp_path / "tree.pid"
@@ -44,14 +51,14 @@ def test_a_stopped_suite_leaves_no_process_of_its_tests(tmp_path: Path, sig: sig
     suite = subprocess.Popen([*cmd, str(tmp_path / "test_hanging.py")], cwd=tmp_path, env=env)
     group = None
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + SUITE_TIMEOUT_S
         while not pid_file.exists() or not pid_file.read_text():
             assert suite.poll() is None and time.monotonic() < deadline, "the hanging test did not start its tree"
             time.sleep(0.2)
         group = int(pid_file.read_text())
         assert group_alive(group)
         suite.send_signal(sig)
-        suite.wait(timeout=60)
+        suite.wait(timeout=SUITE_TIMEOUT_S)
         deadline = time.monotonic() + 10  # SIGKILLed: gone as soon as init reaps them
         while group_alive(group) and time.monotonic() < deadline:
             time.sleep(0.1)

@@ -19,6 +19,7 @@ pytestmark = pytest.mark.corpus
 QUIET_BUILDS = 3  # redeploys after the first index, each with other noise
 
 
+@pytest.mark.timeout(1800)  # four runs; the first indexes the whole corpus (WebdriverIO: 800 s at load 16)
 @pytest.mark.parametrize("name", CORPORA)
 def test_a_quiet_redeploy_embeds_nothing(name: str, corpora: Path, dagster_home: Path) -> None:
     revisions = load_revisions(corpora / name)
