@@ -134,7 +134,7 @@ def _layers(g: _Graph, x: str, bias: str, config: dict[str, Any]) -> str:
     return x
 
 
-def _pool(g: _Graph, x: str, mask: str) -> None:
+def _sentence_vector(g: _Graph, x: str, mask: str) -> None:
     """Mean pooling over the real tokens, then L2 normalization (sentence-transformers' eps)."""
     weights = g.op("Unsqueeze", [mask, g.const("axis_last", np.array([-1], np.int64))], "mask_3d")
     axis1 = g.const("axis1", np.array([1], np.int64))
@@ -161,7 +161,7 @@ def bert_graph(model_dir: Path) -> Any:
     g = _Graph(w, prefix, float(config.get("layer_norm_eps", 1e-12)))
     x = _embeddings(g)
     mask, bias = _mask_bias(g)
-    _pool(g, _layers(g, x, bias, config), mask)
+    _sentence_vector(g, _layers(g, x, bias, config), mask)
 
     graph = helper.make_graph(
         g.nodes,
