@@ -115,6 +115,7 @@ def test_run_exit_codes_checks_and_the_spike_override(dagster_home: Path) -> Non
         quiet = json.loads(out)
         assert quiet["status"] == "success" and quiet["changed"] == 0 and quiet["checks"] == []
         assert set(run_counts.KEYS) <= quiet.keys()  # every count named in core/run_counts.py is recorded
+        assert quiet["seconds"] > 0  # the run's work, discovery to commit (what bench.overhead reads)
         (stored,) = json.loads(cli("status", "--json", "--sources", sources)[0])
         assert set(run_counts.KEYS) <= stored["last_run"]["counts"].keys()
 

@@ -264,7 +264,7 @@ def vector_index(
                 spike_override=allow,
                 before_commit=lambda: refuse_commit_if_run_ended(context),
             )
-        run_record.indexed(ctx.store, run_id, ctx.name)
+        run_record.indexed(ctx.store, run_id, ctx.name, report.counts["seconds"])
         context.log.info(f"{report.source}: {report.line()}")
         yield dg.Output(
             report,

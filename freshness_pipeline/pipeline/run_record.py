@@ -17,6 +17,7 @@ The record's `facts`:
     interrupted  a step was interrupted (a Ctrl-C or a SIGTERM reached its process)
     running      the steps started and not ended (`vector_index` only)
     committed    vector_index's commit landed
+    seconds      the run's work, discovery to commit (`IndexReport`'s `seconds`)
     message      what the run's reader said of it when the run ended
 """
 
@@ -73,9 +74,10 @@ def indexing(store: State, run_id: str, source: str) -> None:
     note(store, run_id, source, append={"running": [INDEX_STEP]})
 
 
-def indexed(store: State, run_id: str, source: str) -> None:
-    """vector_index's commit landed."""
-    note(store, run_id, source, status=SUCCESS, facts={"committed": True}, drop={"running": INDEX_STEP})
+def indexed(store: State, run_id: str, source: str, seconds: float) -> None:
+    """vector_index's commit landed; `seconds`: the run's work, discovery to commit."""
+    facts = {"committed": True, "seconds": seconds}
+    note(store, run_id, source, status=SUCCESS, facts=facts, drop={"running": INDEX_STEP})
 
 
 def check_failed(
@@ -108,6 +110,7 @@ def outcome(
     out: dict[str, Any] = {"run_id": run_id}
     if commit is not None:
         out |= dict(commit["counts"]) | {"reindex_reason": commit.get("reason")}
+        out |= {"seconds": facts["seconds"]} if "seconds" in facts else {}
     else:
         out |= facts.get("crawl") or {}
     if "pages" in facts:

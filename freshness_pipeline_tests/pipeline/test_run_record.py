@@ -41,10 +41,13 @@ def test_the_steps_writes_merge_into_one_record(store: StateStore) -> None:
     assert facts["running"] == ["vector_index"]
     pages = run_record.outcome(RUN, "FAILURE", record, None)["error_pages"]
     assert pages == {"http://d.test/b": "HTTP 500", "http://d.test/d": "over the page deadline"}
-    run_record.indexed(store, RUN, "docs")
+    run_record.indexed(store, RUN, "docs", 1.25)
     record = store.runs.run_record(RUN)
     assert record is not None and record["status"] == "success"
     assert record["facts"]["committed"] is True and record["facts"]["running"] == []
+    done = run_record.outcome(RUN, "SUCCESS", record, {"counts": {"embedded": 4}, "reason": None})
+    # the run's work, as bench.overhead reads it
+    assert (done["status"], done["embedded"], done["seconds"]) == ("success", 4, 1.25)
     assert [r["run_id"] for r in store.runs.run_records("docs")] == [RUN]
 
 
