@@ -33,6 +33,10 @@ def test_hangs_with_a_tree():
 """
 
 
+def _as_a_terminal() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def group_alive(group: int) -> bool:
     try:
         os.killpg(group, 0)
@@ -48,7 +52,11 @@ def test_a_stopped_suite_leaves_no_process_of_its_tests(tmp_path: Path, sig: sig
     (tmp_path / "test_hanging.py").write_text(HANGING.format(pid_file=str(pid_file)))
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "freshness_pipeline_tests.conftest"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    suite = subprocess.Popen([*cmd, str(tmp_path / "test_hanging.py")], cwd=tmp_path, env=env)
+    # As a terminal starts it: SIGINT not ignored, even where this suite was started in the
+    # background of a shell without job control (which ignores SIGINT for all it starts).
+    suite = subprocess.Popen(
+        [*cmd, str(tmp_path / "test_hanging.py")], cwd=tmp_path, env=env, preexec_fn=_as_a_terminal
+    )
     group = None
     try:
         deadline = time.monotonic() + SUITE_TIMEOUT_S
