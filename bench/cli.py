@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import os
@@ -20,3 +21,16 @@ def freshness(home: Path, sources: Path, *args: str) -> str:
     if code != 0:
         raise RuntimeError(f"freshness {' '.join(args)} exited {code}: {out.getvalue()[-2000:]}")
     return out.getvalue()
+
+
+def add_target_share(parser: argparse.ArgumentParser) -> None:
+    """`--target-share N`: the chunk target budget/N that the bench's sources file sets."""
+    from freshness_pipeline.core.segment import TARGET_SHARE
+
+    parser.add_argument(
+        "--target-share",
+        type=int,
+        choices=range(2, 9),
+        metavar="N",
+        help=f"chunk target budget/N (default {TARGET_SHARE})",
+    )

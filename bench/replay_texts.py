@@ -21,6 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.cli import add_target_share
 from bench.corpora import CORPORA, clean_page, corpora_root, first_seen, load_revisions
 from freshness_pipeline.adapters.embedders.tokenizer import tokenizer_for
 from freshness_pipeline.config import ChunkPolicy, EmbedderConfig
@@ -86,13 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.replay_texts", description=__doc__.split("\n\n")[0])
     p.add_argument("--corpus", choices=CORPORA, action="append", help="default: every corpus")
     p.add_argument("--peers", action="store_true", help="LangChain one batch beside ours (the [peers] extra)")
-    p.add_argument(
-        "--target-share",
-        type=int,
-        choices=range(2, 9),
-        metavar="N",
-        help=f"chunk target budget/N (default {TARGET_SHARE})",
-    )
+    add_target_share(p)
     args = p.parse_args(argv)
     started = time.perf_counter()
     print("| corpus | chunking | sections at r9 | r0 texts / chars | r1..r9 texts / chars | chars per step r1..r9 |")

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.cli import freshness
+from bench.cli import add_target_share, freshness
 from bench.questions import Question, questions
 
 DEPTH = 10  # results read per question (MRR looks this far)
@@ -200,13 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         help="only the full index of the last revision (no incremental one to compare)",
     )
     p.add_argument("--backend", choices=["torch", "onnx", "onnx-int8"], help="the local model's (default: its default)")
-    p.add_argument(
-        "--target-share",
-        type=int,
-        choices=range(2, 9),
-        metavar="N",
-        help=f"chunk target budget/N (default {TARGET_SHARE})",
-    )
+    add_target_share(p)
     args = p.parse_args(argv)
     os.environ.setdefault("FRESHNESS_PROGRESS", "off")
     root = corpora_root()
