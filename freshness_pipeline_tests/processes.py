@@ -41,6 +41,13 @@ def cmdline(pid: int) -> bytes:
     return Path(f"/proc/{pid}/cmdline").read_bytes()
 
 
+def as_in_a_terminal() -> None:
+    """`preexec_fn` for a command the test will Ctrl-C: its SIGINT as a terminal leaves it,
+    whatever the suite inherited (a background job of a shell without job control, such as
+    `make test &` in a script, starts with SIGINT ignored, and its children inherit that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 _GROUPS: set[int] = set()  # the process groups the tests started (each led by its first process)
 
 

@@ -26,7 +26,7 @@ from freshness_pipeline.config import CheckPolicy
 from freshness_pipeline.demo.run import WORKSPACE, ui_command
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline_tests.pipeline.driver import Freshness
-from freshness_pipeline_tests.processes import in_own_group, stop_group
+from freshness_pipeline_tests.processes import as_in_a_terminal, in_own_group, stop_group
 from freshness_pipeline_tests.sitegen import generate
 from freshness_pipeline_tests.test_cli import cli, write_sources
 
@@ -277,7 +277,7 @@ def test_a_ctrl_c_at_any_moment_says_whether_the_commit_landed(moment: str, tmp_
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,
-            preexec_fn=_sigint_as_in_a_terminal,
+            preexec_fn=as_in_a_terminal,
         )
         try:
             if moment == "starting":
@@ -328,10 +328,3 @@ def test_a_ctrl_c_at_any_moment_says_whether_the_commit_landed(moment: str, tmp_
         with dg.DagsterInstance.from_config(str(home)) as instance:
             runs = [r.dagster_run for r in instance.get_run_records()]
         assert [(r.tags["dagster/partition"], r.status) for r in runs] == [("a", dg.DagsterRunStatus.FAILURE)]
-
-
-def _sigint_as_in_a_terminal() -> None:
-    """The command's SIGINT as a terminal leaves it, whatever this process inherited: a
-    background job of a non-interactive shell (`make test &`) starts with SIGINT ignored,
-    and its children inherit that."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)

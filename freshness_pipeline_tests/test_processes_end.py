@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from freshness_pipeline_tests.processes import as_in_a_terminal
+
 REPO = Path(__file__).resolve().parents[1]
 # How long the stopped suite may take to start its tree and to end: the suite's own per-test
 # bound (pytest-timeout's `timeout` in pyproject.toml), not a guess at a busy machine's speed.
@@ -31,10 +33,6 @@ def test_hangs_with_a_tree():
     Path({pid_file!r}).write_text(str(tree.pid))
     time.sleep(600)
 """
-
-
-def _as_a_terminal() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def group_alive(group: int) -> bool:
@@ -55,7 +53,7 @@ def test_a_stopped_suite_leaves_no_process_of_its_tests(tmp_path: Path, sig: sig
     # As a terminal starts it: SIGINT not ignored, even where this suite was started in the
     # background of a shell without job control (which ignores SIGINT for all it starts).
     suite = subprocess.Popen(
-        [*cmd, str(tmp_path / "test_hanging.py")], cwd=tmp_path, env=env, preexec_fn=_as_a_terminal
+        [*cmd, str(tmp_path / "test_hanging.py")], cwd=tmp_path, env=env, preexec_fn=as_in_a_terminal
     )
     group = None
     try:

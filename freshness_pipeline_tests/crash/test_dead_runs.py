@@ -24,6 +24,7 @@ from freshness_pipeline.config import load_settings
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline.pipeline.indexing import CRASH_ENV
 from freshness_pipeline.pipeline.source_runs import holding_source
+from freshness_pipeline_tests.processes import as_in_a_terminal
 from freshness_pipeline_tests.sitegen import Site, generate, paragraph
 
 REPO = Path(__file__).resolve().parents[2]
@@ -59,7 +60,13 @@ def freshness(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
     """`freshness ARGS` in a session of its own (so a kill reaches whatever it started)."""
     cmd = [sys.executable, "-m", "freshness_pipeline.cli", *args]
     return subprocess.Popen(
-        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        cmd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=as_in_a_terminal,  # the Ctrl-C trials reach it however the suite was started
     )
 
 

@@ -21,7 +21,16 @@ from freshness_pipeline_tests.crash.test_dead_runs import env_for, finish, fresh
 from freshness_pipeline_tests.sitegen import generate, paragraph
 
 TRIALS = 8
+EXTRA = 4  # trials aimed at an answer not yet seen, should the load have moved every moment to one side
 SIGINT_EXIT = -signal.SIGINT  # Python ends an unhandled KeyboardInterrupt by SIGINT
+
+
+def moments(rng: random.Random) -> list[float]:
+    """Ctrl-C moments as shares of a run's length, one in each eighth of [0, 1.5), shuffled:
+    early ones land before the commit and late ones after the run's end, whatever the load."""
+    shares = [rng.uniform(k, k + 1) * 1.5 / TRIALS for k in range(TRIALS)]
+    rng.shuffle(shares)
+    return shares
 
 
 def test_ctrl_c_at_random_moments_says_what_landed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -34,26 +43,31 @@ def test_ctrl_c_at_random_moments_says_what_landed(tmp_path: Path, monkeypatch: 
         site.publish(site_now.markdown())
         sources = sources_file(tmp_path / "sources.yaml", site.sitemap_url)
         env = env_for(home, sources)
-        started = time.monotonic()
-        first = freshness(env, "run")
-        out, err = finish(first)
-        assert first.returncode == 0, out + err[-3000:]
-        span = time.monotonic() - started  # a run's length on this host: the Ctrl-Cs land within it
+        span = timed_run(env)  # a run's length on this host now; every uninterrupted run updates it
         said = {"landed": 0, "not landed": 0}
-        for trial in range(TRIALS):
+        planned = moments(rng)
+        for trial in range(TRIALS + EXTRA):
+            if trial < TRIALS:
+                share = planned[trial]
+            elif all(said.values()):
+                break
+            else:  # the load moved every moment to one side: aim at the other
+                share = 0.2 if said["landed"] else 3.0
             before = set(records(env))
             page = rng.choice(sorted(site_now.pages))  # one page edited: no hold, no spike
             heading, _ = site_now.pages[page][0]
             site_now.pages[page][0] = (heading, paragraph(rng))
             site.publish(site_now.markdown())
             after = site_now.expected(site.base_url)
+            started = time.monotonic()
             run = freshness(env, "run")
             try:
-                run.wait(timeout=rng.uniform(0, span))
+                run.wait(timeout=share * span)
+                span = time.monotonic() - started
             except subprocess.TimeoutExpired:
                 os.killpg(run.pid, signal.SIGINT)
             out, err = finish(run)
-            where = f"trial {trial}: exit {run.returncode}\n{out}\n{err[-2000:]}"
+            where = f"trial {trial} at {share:.2f} of {span:.1f} s: exit {run.returncode}\n{out}\n{err[-2000:]}"
             landed = any(line.startswith("docs: ") for line in out.splitlines())
             if run.returncode == 0:
                 assert landed, where
@@ -66,10 +80,17 @@ def test_ctrl_c_at_random_moments_says_what_landed(tmp_path: Path, monkeypatch: 
             assert set(records(env)) == (after if landed else before), where
             said["landed" if landed else "not landed"] += 1
             if not landed:  # the next trial starts from the site as published
-                nxt = freshness(env, "run")
-                out, err = finish(nxt)
-                assert nxt.returncode == 0, out + err[-3000:]
+                span = timed_run(env)
         assert all(said.values()), said  # both answers were seen
+
+
+def timed_run(env: dict[str, str]) -> float:
+    """An uninterrupted `freshness run`, which must succeed; its length in seconds."""
+    started = time.monotonic()
+    run = freshness(env, "run")
+    out, err = finish(run)
+    assert run.returncode == 0, out + err[-3000:]
+    return time.monotonic() - started
 
 
 def test_ctrl_c_after_vector_index_materialized_reports_its_commit(
