@@ -68,7 +68,7 @@ def test_the_target_share_travels_to_the_segment_workers_and_names_the_chunker()
     assert specs[TARGET_SHARE] == tokenizer_for(hashing, ChunkPolicy())
     assert specs[TARGET_SHARE].label == "cl100k_base/400"  # the default leaves the chunker version as it is
     assert specs[4].label == "cl100k_base/400/share-4"
-    assert tokenizer_for(EmbedderConfig(provider="local"), ChunkPolicy(target_share=2)).target_share == 2
+    assert tokenizer_for(EmbedderConfig(provider="local"), ChunkPolicy(target_share=3)).target_share == 3
     page = "# Long\n\n" + "\n\n".join(  # ~13,000 tokens: enough runs for their sizes to average out
         f"Step {i} sets the {WORDS[i % 12]} option of client {i * 7919 % 1000}, and the {WORDS[i * 5 % 12]} timeout "
         "follows it."

@@ -76,7 +76,7 @@ def test_an_edit_in_a_long_table_costs_only_the_chunks_around_it(dagster_home: P
             (r["id"], r["content_hash"], r["text"]) for r in before
         ]
 
-        fr.configure(chunking={"token_budget": 300})  # a re-index: every page cut anew
+        fr.configure(chunking={"token_budget": 200})  # a re-index: every page cut anew, smaller
         reindexed = fr.run()
         assert reindexed["reindex_reason"] and reindexed["errors"] == 0, reindexed
         cut = records(fr)

@@ -84,9 +84,9 @@ def test_a_chunker_change_reindexes_every_section_once(dagster_home: Path) -> No
         assert tables(dagster_home) == {table_name("docs-v3"): 256}
 
         # So is another chunk target: the sources file's setting reaches the chunker.
-        fr.configure(chunking={"token_budget": 40, "target_share": 2})
+        fr.configure(chunking={"token_budget": 40, "target_share": 4})
         halves = fr.run()
-        assert "/40 -> " in halves["reindex_reason"] and "/40/share-2" in halves["reindex_reason"], halves
+        assert "/40 -> " in halves["reindex_reason"] and "/40/share-4" in halves["reindex_reason"], halves
         assert_written_once(halves, fr.dump())
 
         quiet = fr.run()  # the versions now match: an ordinary quiet run
