@@ -11,7 +11,9 @@ shows here as sections and texts gained or lost, in seconds and without Dagster.
 With `--peers` (the `[peers]` extra), LangChain's `index()` with the whole site in one
 batch (as in `bench/peers.py`) indexes the same pages' extracted markdown at every step,
 and its characters embedded per step are printed beside ours. `--target-share N` chunks
-with `chunking.target_share: N` (a long section's runs aim at budget/N).
+with `chunking.target_share: N` (a long section's runs aim at budget/N). `--reindex-from M`
+also prints what the re-index from target budget/M to this one embeds at the last revision
+(its texts not cut the same at both targets), as a share of the last revision's characters.
 """
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ from freshness_pipeline.demo.render import page_path
 BASE = "http://127.0.0.1:1/"
 
 
-def replay(corpus: str, provider: str, share: int = TARGET_SHARE) -> list[tuple[int, int, int]]:
-    """(sections, new texts, their characters) per revision, r0 first."""
+def replay(corpus: str, provider: str, share: int = TARGET_SHARE) -> tuple[list[tuple[int, int, int]], dict[str, str]]:
+    """(sections, new texts, their characters) per revision, r0 first; the last revision's
+    retrieval texts by content hash."""
     spec = tokenizer_for(EmbedderConfig(provider=provider), ChunkPolicy(target_share=share))
     count = spec.counter()
     revisions = load_revisions(corpora_root() / corpus)
@@ -60,7 +63,7 @@ def replay(corpus: str, provider: str, share: int = TARGET_SHARE) -> list[tuple[
         new = {h: t for h, t in texts.items() if h not in seen}
         out.append((sections, len(new), sum(len(t) for t in new.values())))
         seen |= texts.keys()
-    return out
+    return out, texts
 
 
 def langchain(corpus: str, home: Path) -> list[int]:
@@ -88,14 +91,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--corpus", choices=CORPORA, action="append", help="default: every corpus")
     p.add_argument("--peers", action="store_true", help="LangChain one batch beside ours (the [peers] extra)")
     add_target_share(p)
+    p.add_argument(
+        "--reindex-from", type=int, metavar="M", help="the re-index from target budget/M, at the last revision"
+    )
     args = p.parse_args(argv)
+    share = args.target_share or TARGET_SHARE
+    reindex: list[str] = []
     started = time.perf_counter()
     print("| corpus | chunking | sections at r9 | r0 texts / chars | r1..r9 texts / chars | chars per step r1..r9 |")
     print("| --- | --- | ---: | ---: | ---: | --- |")
     for corpus in args.corpus or CORPORA:
         for provider in ("local", "hashing"):
-            rows = replay(corpus, provider, args.target_share or TARGET_SHARE)
+            rows, last = replay(corpus, provider, share)
             steps = rows[1:]
+            if args.reindex_from:
+                old = replay(corpus, provider, args.reindex_from)[1]
+                new = sum(len(t) for h, t in last.items() if h not in old)
+                total = sum(len(t) for t in last.values())
+                reindex.append(f"| {corpus} | {provider} | {new:,} of {total:,} | {new / total:.0%} |")
             print(
                 f"| {corpus} | {provider} | {rows[-1][0]} | {rows[0][1]} / {rows[0][2]:,} "
                 f"| {sum(r[1] for r in steps)} / {sum(r[2] for r in steps):,} "
@@ -105,6 +118,10 @@ def main(argv: list[str] | None = None) -> int:
             with tempfile.TemporaryDirectory(prefix="freshness-replay-lc-") as tmp:
                 lc = langchain(corpus, Path(tmp))[1:]
             print(f"| {corpus} | LangChain one batch | | | - / {sum(lc):,} | {', '.join(f'{c:,}' for c in lc)} |")
+    if reindex:
+        print(f"\nre-index from budget/{args.reindex_from} to budget/{share} at the last revision:\n")
+        print("| corpus | chunking | characters embedded | share |\n| --- | --- | ---: | ---: |")
+        print("\n".join(reindex))
     print(f"({time.perf_counter() - started:.0f} s)")
     return 0
 
