@@ -78,44 +78,44 @@ def run_refreshes(
             f"${EXECUTOR_ENV}={name}: its runs execute on the deployment, not in this process; "
             f"submit them to its webserver with `freshness run --submit URL` (or ${URL_ENV})"
         )
-    instance = dg.DagsterInstance.local_temp(str(settings.home))
-    config = _run_config(settings, sources_file, log_level)
-    order = list(dict.fromkeys(sources))
-    instance.add_dynamic_partitions(str(sources_partitions.name), order)  # those it has are kept
-    from .definitions import defs  # the code location, loaded once the instance is ready
+    with dg.DagsterInstance.local_temp(str(settings.home)) as instance:  # its storages closed at the end
+        config = _run_config(settings, sources_file, log_level)
+        order = list(dict.fromkeys(sources))
+        instance.add_dynamic_partitions(str(sources_partitions.name), order)  # those it has are kept
+        from .definitions import defs  # the code location, loaded once the instance is ready
 
-    job = defs.resolve_job_def(JOB)
-    for i, source in enumerate(order):
-        run_id, stopped = str(uuid.uuid4()), False
-        try:
-            with holding_source(settings, source) as hold, _signals() as signals:
-                _end_dead_runs(instance, settings, hold)
-                _wait_for_runs_in_flight(instance, source, settings.runs.source_wait_s)
-                hold.executing(run_id)
-                job.execute_in_process(
-                    instance=instance,
-                    partition_key=source,
-                    run_id=run_id,
-                    tags=run_tags(tier, tags),
-                    raise_on_error=False,
-                    run_config=config,
-                )
-                stopped = signals.seen()  # a Ctrl-C (Dagster makes it a failed run) or a SIGTERM
-        except KeyboardInterrupt:  # outside the run's steps: before it, or as it ended
-            stopped = True
-        try:
-            done = _summary(instance, run_id, settings)
-        except KeyboardInterrupt:  # another Ctrl-C while it was read: read it once more
-            stopped, done = True, _summary(instance, run_id, settings)
-        if not stopped:
-            yield source, done
-            continue
-        # The state store records each commit with its run id, in the commit's transaction.
-        landed = committed(settings, source, run_id) is not None
-        if landed:
-            note = "interrupted by a Ctrl-C after its commit landed"
-            yield source, {**done, "status": "success", "warnings": [*done.get("warnings", []), note]}
-        raise Interrupted(source, landed, order[i + 1 :])
+        job = defs.resolve_job_def(JOB)
+        for i, source in enumerate(order):
+            run_id, stopped = str(uuid.uuid4()), False
+            try:
+                with holding_source(settings, source) as hold, _signals() as signals:
+                    _end_dead_runs(instance, settings, hold)
+                    _wait_for_runs_in_flight(instance, source, settings.runs.source_wait_s)
+                    hold.executing(run_id)
+                    job.execute_in_process(
+                        instance=instance,
+                        partition_key=source,
+                        run_id=run_id,
+                        tags=run_tags(tier, tags),
+                        raise_on_error=False,
+                        run_config=config,
+                    )
+                    stopped = signals.seen()  # a Ctrl-C (Dagster makes it a failed run) or a SIGTERM
+            except KeyboardInterrupt:  # outside the run's steps: before it, or as it ended
+                stopped = True
+            try:
+                done = _summary(instance, run_id, settings)
+            except KeyboardInterrupt:  # another Ctrl-C while it was read: read it once more
+                stopped, done = True, _summary(instance, run_id, settings)
+            if not stopped:
+                yield source, done
+                continue
+            # The state store records each commit with its run id, in the commit's transaction.
+            landed = committed(settings, source, run_id) is not None
+            if landed:
+                note = "interrupted by a Ctrl-C after its commit landed"
+                yield source, {**done, "status": "success", "warnings": [*done.get("warnings", []), note]}
+            raise Interrupted(source, landed, order[i + 1 :])
 
 
 def _run_config(settings: Settings, sources_file: str | None, log_level: str) -> dict[str, Any]:
