@@ -1,8 +1,9 @@
 """The four assets, one partition per source: fetch -> sections -> plan -> index. Each is
 one call into `freshness_pipeline.pipeline` plus the metadata Dagster plots; what a stage
 hands the next (a small report through the IO manager, the bulk staged in the state store)
-is in docs/dagster.md and docs/production.md. The normalizer, chunker and embedding-model versions are the
-assets' `code_version`s, so the UI marks what a version bump made out of date."""
+is in docs/dagster.md and docs/production.md. The normalizer, chunker and embedding-model
+versions are the assets' `code_version`s, so the UI marks what a version bump made out of
+date."""
 
 import logging
 import time

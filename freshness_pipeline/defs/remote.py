@@ -3,12 +3,12 @@ URL`, or `$FRESHNESS_DAGSTER_URL`): the runs go through the deployment's run que
 and executor like the UI's, and this process only waits for them and reads what they did.
 
 Submitting, adding a source's partition, reading a run's status (`runOrError`) and its
-failure's message are calls of the webserver's public GraphQL API, each bounded by the sources file's
-`runs.graphql_timeout_s`; whatever the server does (refuses, stays silent, answers garbage,
-`data: null`, an HTTP error, no such run), the command says so in one `SubmitError` line.
-While the run goes, what its workers do (a step waiting for one, a worker that stopped
-heartbeating) is said once on stderr (`worker_watch.py`). The summary is
-the run's own record in the state store the sources file names, which the deployment's
+failure's message are calls of the webserver's public GraphQL API, each bounded by the
+sources file's `runs.graphql_timeout_s`; whatever the server does (refuses, stays silent,
+answers garbage, `data: null`, an HTTP error, no such run), the command says so in one
+`SubmitError` line. While the run goes, what its workers do (a step waiting for one, a
+worker that stopped heartbeating) is said once on stderr (`worker_watch.py`). The summary
+is the run's own record in the state store the sources file names, which the deployment's
 steps wrote (`pipeline/run_record.py`), read with its status, as for a run executed here;
 for a failure no step recorded, the run's failure message as the webserver gives it.
 """

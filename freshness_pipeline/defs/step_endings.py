@@ -5,9 +5,9 @@
   terminated or gets a Ctrl-C) records its error in the run's record
   (`pipeline/run_record.py`: "step: Class: message", and that it was interrupted), reports
   each check it was to evaluate and had not as failed (WARN), naming the error, then
-  raises it again. Each check of the step that does not pass is recorded before it is
-  yielded, as blocking the run when its spec is blocking and it failed at ERROR. The check shows that result in the
-  run instead of staying planned. The checks of steps that never start stay planned, and
+  raises it again; the check shows that result in the run instead of staying planned.
+  Each check of the step that does not pass is recorded before it is yielded, as blocking
+  the run when its spec is blocking and it failed at ERROR. The checks of steps that never start stay planned, and
   Dagster resolves them once the run ends: "Execution failed" in a failed run, "Skipped"
   in a canceled one (`AssetCheckExecutionResolvedStatus`).
 - `refuse_commit_if_run_ended`: `vector_index` calls it right before its writes become
