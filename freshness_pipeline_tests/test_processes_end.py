@@ -24,14 +24,14 @@ SUITE_TIMEOUT_S = float(
     tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["timeout"]
 )
 HANGING = """
-import time
+import threading
 from pathlib import Path
 from freshness_pipeline_tests.processes import in_own_group
 
 def test_hangs_with_a_tree():
     tree = in_own_group(["bash", "-c", "sleep 600 & sleep 600"])
     Path({pid_file!r}).write_text(str(tree.pid))
-    time.sleep(600)
+    threading.Event().wait()  # hangs until the suite is stopped
 """
 
 
@@ -65,7 +65,7 @@ def test_a_stopped_suite_leaves_no_process_of_its_tests(tmp_path: Path, sig: sig
         assert group_alive(group)
         suite.send_signal(sig)
         suite.wait(timeout=SUITE_TIMEOUT_S)
-        deadline = time.monotonic() + 10  # SIGKILLed: gone as soon as init reaps them
+        deadline = time.monotonic() + SUITE_TIMEOUT_S  # SIGKILLed: gone once init reaps them
         while group_alive(group) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not group_alive(group), f"{sig.name}: the test's process tree outlived the suite"

@@ -7,9 +7,9 @@
   each check it was to evaluate and had not as failed (WARN), naming the error, then
   raises it again; the check shows that result in the run instead of staying planned.
   Each check of the step that does not pass is recorded before it is yielded, as blocking
-  the run when its spec is blocking and it failed at ERROR. The checks of steps that never start stay planned, and
-  Dagster resolves them once the run ends: "Execution failed" in a failed run, "Skipped"
-  in a canceled one (`AssetCheckExecutionResolvedStatus`).
+  the run when its spec is blocking and it failed at ERROR. The checks of steps that never
+  start stay planned, and Dagster resolves them once the run ends: "Execution failed" in a
+  failed run, "Skipped" in a canceled one (`AssetCheckExecutionResolvedStatus`).
 - `refuse_commit_if_run_ended`: `vector_index` calls it right before its writes become
   visible. A step that outlives its run (a run failed or canceled while its step goes on
   in a Celery worker) then stops there, commits nothing, and the next run converges.
