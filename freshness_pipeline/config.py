@@ -130,7 +130,8 @@ class FetchPolicy(_Strict):
     max_retries: Small = 2  # on 5xx / 429 / timeouts, within one run
     backoff_s: Wait = 0.5  # base of the exponential backoff between retries
     max_retry_after_s: Wait = 30.0  # a longer Retry-After is not waited for: the page errors
-    concurrency: Annotated[int, Field(strict=True, ge=1, le=256)] = 8  # requests in flight per host
+    # Requests in flight per host at most; fewer while the crawl is CPU-bound (core/in_flight.py).
+    concurrency: Annotated[int, Field(strict=True, ge=1, le=256)] = 8
     rate_per_s: Rate | None = None  # per-host request rate cap; None = no cap beyond robots
     obey_robots: bool = True
     max_redirects: Small = 5

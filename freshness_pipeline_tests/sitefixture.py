@@ -57,6 +57,7 @@ class SiteServer:
     is an index of `sitemap_children` gzipped child sitemaps `/sitemap-N.xml.gz`), None.
     hang_s: how long a "hang" fault stalls before answering (cut short on exit).
     drip_s: seconds between the bytes of a "drip" answer.
+    delay_s: how long each page's answer waits before it leaves (a far server).
     not_found: what unknown paths answer (e.g. a 200 error page: a soft 404); None: a 404.
     """
 
@@ -70,6 +71,7 @@ class SiteServer:
         sitemap_children: int = 2,
         hang_s: float = 5.0,
         drip_s: float = 3.0,
+        delay_s: float = 0.0,
     ) -> None:
         self.pages: dict[str, Page] = dict(pages or {})
         self.redirects: dict[str, tuple[int, str]] = {}  # path -> (status, target path or URL)
@@ -80,8 +82,13 @@ class SiteServer:
         self.sitemap_children = sitemap_children
         self.hang_s = hang_s
         self.drip_s = drip_s
+        self.delay_s = delay_s
         self.not_found: Page | None = None
         self.requests: list[tuple[str, str, dict[str, str]]] = []
+        # As each request arrived, how many were being answered (itself included); one
+        # counts as answered from its arrival until its answer starts to leave.
+        self.concurrent: list[int] = []
+        self._answering = 0
         self.connections = 0  # TCP connections accepted (keep-alive reuses them)
         self._lock = threading.Lock()
         self._closing = threading.Event()
@@ -184,6 +191,22 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         site = self.server.site
+        with site._lock:
+            site._answering += 1
+            site.concurrent.append(site._answering)
+        self._counted = True
+        try:
+            self._answer(site)
+        finally:
+            self._answered()
+
+    def _answered(self) -> None:
+        if self._counted:
+            self._counted = False
+            with self.server.site._lock:
+                self.server.site._answering -= 1
+
+    def _answer(self, site: SiteServer) -> None:
         headers = {k.lower(): v for k, v in self.headers.items()}
         site.requests.append((self.command, self.path, headers))
         path = urlsplit(self.path).path
@@ -240,6 +263,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
     def _page(self, page: Page, request_headers: dict[str, str]) -> None:
+        if self.server.site.delay_s:
+            self.server.site._closing.wait(self.server.site.delay_s)
         etag = self.server.site._etag(page)
         extra = dict(page.headers)
         if etag:
@@ -254,6 +279,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(page.status, page.body, page.content_type, extra)
 
     def _send(self, status: int, body: bytes, content_type: str | None, headers: Mapping[str, str] = {}) -> None:
+        self._answered()  # before a byte leaves: the client's next request comes after it
         self.send_response(status)
         if content_type:
             self.send_header("Content-Type", content_type)

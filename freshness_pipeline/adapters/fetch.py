@@ -18,10 +18,8 @@ import hashlib
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, replace
-from itertools import islice
 from urllib.parse import urldefrag, urljoin, urlsplit
 
 import httpx
@@ -34,6 +32,7 @@ from freshness_pipeline.core.urls import normalize_url
 
 from .bodies import Unusable, content_length, decode, describe, links, origin, read_capped, retry_after
 from .discovery import MAX_SITEMAP_BYTES, Discovery, DiscoveryError, discover
+from .in_flight import Clock, InFlight, map_in_flight
 from .robots import Robots, parse_robots
 from .scope import Deadline, DeadlineBackend, Refused, Scope
 from .target import Target
@@ -45,7 +44,7 @@ _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _PERMANENT = frozenset({301, 308})  # only these move a page to another URL
 _ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1"
 _MAX_HOSTS = 4  # hosts fetched in parallel by one `fetch` call (a source is usually one)
-AHEAD = 4  # answers per fetch thread fetched ahead of the reader
+AHEAD = 4  # answers per request in flight fetched ahead of the reader
 _DRAIN_BYTES = 64 * 1024  # small error/redirect bodies are read so the connection is reused
 
 
@@ -89,10 +88,12 @@ def default_hosts(source: Source) -> list[str]:
 
 
 class Fetcher(AbstractContextManager["Fetcher"]):
-    """Discovers and fetches the pages of one source; owns one `httpx.Client`."""
+    """Discovers and fetches the pages of one source; owns one `httpx.Client`. `cpu`: the
+    process's CPU clock, which sizes the requests in flight (`core/in_flight.py`)."""
 
-    def __init__(self, source: Source) -> None:
+    def __init__(self, source: Source, *, cpu: Clock = time.process_time) -> None:
         self._source = source
+        self._cpu = cpu
         self._policy = policy = source.fetch
         self._agent = policy.user_agent.format(contact=policy.contact)
         self._want_links = bool(source.start_urls)
@@ -143,24 +144,16 @@ class Fetcher(AbstractContextManager["Fetcher"]):
     # -- fetching ------------------------------------------------------------------
 
     def fetch(self, targets: Sequence[Target]) -> Iterator[FetchResult]:
-        """One result per target, in completion order. At most `AHEAD` answers per thread
-        are fetched before the reader takes them: a crawl that downloads faster than it
-        extracts holds a window of pages, not the site (100,000 pages held 1.5 GiB)."""
+        """One result per target, in completion order. As many requests are in flight as
+        make the crawl faster, at most `concurrency` a host (`InFlight`), and at most `AHEAD`
+        answers per request in flight are fetched before the reader takes them: a crawl that
+        downloads faster than it extracts holds a window of pages, not the site (100,000
+        pages held 1.5 GiB)."""
         if not targets:
             return
         hosts = len({origin(t.fetch_url) for t in targets})
         threads = self._policy.concurrency * min(hosts, _MAX_HOSTS)
-        todo = iter(targets)
-        pool = ThreadPoolExecutor(threads, thread_name_prefix="fetch")
-        try:
-            running: set[Future[FetchResult]] = {pool.submit(self._fetch_one, t) for t in islice(todo, threads * AHEAD)}
-            while running:
-                done, running = wait(running, return_when=FIRST_COMPLETED)
-                for future in done:
-                    yield future.result()
-                running |= {pool.submit(self._fetch_one, t) for t in islice(todo, len(done))}
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+        yield from map_in_flight(self._fetch_one, targets, InFlight(threads, ahead=AHEAD, cpu=self._cpu))
 
     def _fetch_one(self, target: Target) -> FetchResult:
         if spent := self.budget_spent():

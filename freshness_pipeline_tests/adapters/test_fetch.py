@@ -351,3 +351,16 @@ def test_links_are_absolute_and_only_with_discovery(site: SiteServer) -> None:
     with Fetcher(src) as f:
         [r] = f.fetch([target(site, "/docs/a")])
     assert r.links == (site.url("/docs/b"), site.url("/docs/c?q=1"))
+
+
+def test_a_cpu_bound_crawl_narrows_to_one_request_in_flight() -> None:
+    """The requests in flight follow the process's CPU share (`core/in_flight.py`): one that
+    reports two CPU seconds a second is CPU-bound, and its crawl ends one request at a time."""
+    pages = {f"/docs/p{i}": Page(f"<html><title>p{i}</title><p>body {i}</p></html>") for i in range(60)}
+    busy = lambda: 2 * time.monotonic()  # noqa: E731
+    with SiteServer(pages, delay_s=0.01) as site:  # answers slow enough for four to overlap
+        src = Source(name="t", sitemap=site.url("/sitemap.xml"), fetch=policy(concurrency=4))
+        with Fetcher(src, cpu=busy) as f:
+            results = list(f.fetch([target(site, p) for p in pages]))
+    assert {r.outcome for r in results} == {Outcome.OK} and len(results) == 60
+    assert set(site.concurrent[-20:]) == {1}, site.concurrent
