@@ -40,6 +40,7 @@ class SiteSpec:
     version: int = 0  # 1: every CHURN_EVERY-th page has one or two sections rewritten
     etags: bool = True
     noise: bool = False  # a "Last updated <now>" line and a build stamp on every answer
+    delay_s: float = 0.0  # each page's answer waits this long first: a far server
 
 
 def path_of(i: int) -> str:
@@ -102,6 +103,8 @@ def serve(spec: SiteSpec, port: int, ready: Any) -> None:
             i = pages.get(self.path)
             if i is None:
                 return self._send(404, b"<h1>Not found</h1>", "text/html")
+            if spec.delay_s:
+                time.sleep(spec.delay_s)
             if spec.noise:
                 now = time.strftime("%B %d, %Y %H:%M:%S")
                 body = render(i, spec.pages, spec.version, updated=now, build=uuid.uuid4().hex[:12]).encode()
