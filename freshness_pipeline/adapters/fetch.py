@@ -44,7 +44,7 @@ _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _PERMANENT = frozenset({301, 308})  # only these move a page to another URL
 _ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1"
 _MAX_HOSTS = 4  # hosts fetched in parallel by one `fetch` call (a source is usually one)
-AHEAD = 4  # answers per request in flight fetched ahead of the reader
+AHEAD = 4  # answers per fetch thread fetched ahead of the reader
 _DRAIN_BYTES = 64 * 1024  # small error/redirect bodies are read so the connection is reused
 
 
@@ -146,9 +146,9 @@ class Fetcher(AbstractContextManager["Fetcher"]):
     def fetch(self, targets: Sequence[Target]) -> Iterator[FetchResult]:
         """One result per target, in completion order. As many requests are in flight as
         make the crawl faster, at most `concurrency` a host (`InFlight`), and at most `AHEAD`
-        answers per request in flight are fetched before the reader takes them: a crawl that
-        downloads faster than it extracts holds a window of pages, not the site (100,000
-        pages held 1.5 GiB)."""
+        answers per thread are fetched before the reader takes them: a crawl that downloads
+        faster than it extracts holds a window of pages, not the site (100,000 pages held
+        1.5 GiB)."""
         if not targets:
             return
         hosts = len({origin(t.fetch_url) for t in targets})

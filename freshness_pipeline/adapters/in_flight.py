@@ -3,9 +3,7 @@ number set by `core.in_flight` from the process's CPU share as answers come.
 
 Not a `ThreadPoolExecutor`: its idle threads take queued work in any order, so a narrow
 window would still pass each request to another thread. Here worker i takes work only while
-i is below the window's size, so one in flight is one thread, with no switching; and the
-answers not yet read are bounded by the window too, so a worker far ahead of its reader
-waits instead of contending with it for the interpreter.
+i is below the window's size, so one in flight is one thread, with no switching.
 """
 
 from __future__ import annotations
@@ -25,8 +23,9 @@ Clock = Callable[[], float]
 
 class InFlight:
     """How many workers may take work: `size`, from `limit` down to 1 and back, decided
-    after every epoch of answers (`core.in_flight.next_size`); and at most `ahead` items a
-    worker in the window taken and not yet read."""
+    after every epoch of answers (`core.in_flight.next_size`); and at most `ahead` items per
+    worker (`ahead * limit`) taken and not yet read, however narrow the window: a reader that
+    reads in bursts (extraction hands pages to its pool in chunks) finds them fetched."""
 
     def __init__(
         self, limit: int, *, ahead: int, cpu: Clock = time.process_time, clock: Clock = time.monotonic
@@ -43,10 +42,10 @@ class InFlight:
 
     def admit(self, worker: int) -> bool:
         """Wait until `worker` may take an item, and count it taken; False once stopped. A
-        worker waits for the others' answers or for the reader, each bounded by a deadline."""
+        worker waits for the others' answers (each within its page deadline) or for the reader."""
         with self._grown:
             self._grown.wait_for(lambda: self._stopped or worker < self.size)
-            self._room.wait_for(lambda: self._stopped or self._unread < self._ahead * self.size)
+            self._room.wait_for(lambda: self._stopped or self._unread < self._ahead * self.limit)
             self._unread += 1
             return not self._stopped
 
@@ -59,7 +58,6 @@ class InFlight:
             size = next_size(self.size, self.limit, cpu - self._since[1], wall - self._since[0])
             if size > self.size:  # a narrower window wakes no one
                 self._grown.notify_all()
-                self._room.notify_all()
             self.size, self._answers, self._since = size, 0, (wall, cpu)
 
     def read(self) -> None:

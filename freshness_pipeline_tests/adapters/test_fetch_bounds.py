@@ -306,7 +306,7 @@ def test_a_name_that_resolves_to_a_refused_address_is_caught_at_connect(
 
 
 def test_a_slow_reader_holds_a_window_of_pages_not_the_site() -> None:
-    """Fetching runs ahead of the reader (extraction) by `AHEAD` answers per request in flight at most:
+    """Fetching runs ahead of the reader (extraction) by `AHEAD` answers per thread at most:
     with every target submitted at once, 100,000 pages waited in memory for extraction."""
     pages = {f"/docs/p{i}": Page(f"<html><title>p{i}</title><p>body {i}</p></html>") for i in range(300)}
     with SiteServer(pages) as site, Fetcher(source(site, concurrency=2)) as f:
