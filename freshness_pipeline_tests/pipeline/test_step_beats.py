@@ -1,6 +1,7 @@
 """A step's heartbeat in `step_beats`, on SQLite and Postgres, with an injected clock: its row
 from start to end, beats from its thread, staleness from `runs.beat_s`, and the note a
-start says when it finds the row an earlier start of the step left behind."""
+start says when it finds the row an earlier start of the step left behind; the rows of killed
+runs forgotten a week on."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from freshness_pipeline.adapters.state.beats import FORGET_AFTER_S
 from freshness_pipeline.adapters.state.store import StateStore, migrate
 from freshness_pipeline.pipeline.step_beats import STALE_BEATS, heartbeat, restart_note, silent_for, utc
 
@@ -92,3 +94,15 @@ def test_a_start_soon_after_the_last_beat_says_so_without_calling_the_worker_sto
         f"{utc(clock.now - BEAT_S)}, 10 s ago, without ending the step; Celery redelivered its task, as it does "
         "when a worker is lost (or, on Redis, when a step outlives the visibility timeout)"
     )
+
+
+def test_the_rows_of_killed_runs_are_forgotten_at_a_later_start(store: StateStore) -> None:
+    clock = Clock()
+    store.beats.start("killed-long-ago", "fetched_pages", "worker-1 pid 7", clock())
+    clock.now += FORGET_AFTER_S / 2
+    store.beats.start("killed-lately", "vector_index", "worker-1 pid 8", clock())
+    clock.now += FORGET_AFTER_S / 2 + 1
+    with heartbeat(store.beats, RUN, "diff_plan", beat_s=BEAT_S, clock=clock, holder="worker-2 pid 9"):
+        assert store.beats.of_run("killed-long-ago") == {}
+        assert set(store.beats.of_run("killed-lately")) == {"vector_index"}  # still read by --submit
+        assert set(store.beats.of_run(RUN)) == {"diff_plan"}

@@ -1,5 +1,7 @@
 """The heartbeats of the steps that are executing (`step_beats`): one row per (run, step)
-from the step's start to its end; a row left behind is a step whose process stopped."""
+from the step's start to its end; a row left behind is a step whose process stopped. Such a
+row is forgotten once it has not beaten for `FORGET_AFTER_S`, at the next start of any step,
+so the rows of killed runs do not pile up."""
 
 from __future__ import annotations
 
@@ -9,6 +11,11 @@ from sqlalchemy import Engine, delete, select, update
 
 from . import schema
 
+# Long past any use: `freshness run --submit` reads the rows of runs in flight, and a step's
+# task that comes back (Celery's redelivery, at most the broker's visibility timeout) reads
+# its own. A row of a step still executing beats every `runs.beat_s`.
+FORGET_AFTER_S = 7 * 24 * 3600.0
+
 
 class StepBeats:
     def __init__(self, engine: Engine) -> None:
@@ -16,10 +23,12 @@ class StepBeats:
 
     def start(self, run_id: str, step: str, holder: str, now: float) -> dict[str, Any] | None:
         """`holder` starts `step` of `run_id` at `now`: its row, `starts` one more than the
-        row left by an earlier start that never ended, which is returned (None: the first)."""
+        row left by an earlier start that never ended, which is returned (None: the first).
+        Rows silent for `FORGET_AFTER_S` go."""
         t = schema.step_beats
         key = (t.c.run_id == run_id) & (t.c.step == step)
         with self.engine.begin() as conn:
+            conn.execute(delete(t).where(t.c.beat_at < now - FORGET_AFTER_S))
             row = conn.execute(select(t).where(key).with_for_update()).first()
             previous = None if row is None else row._asdict()
             values = {"holder": holder, "started_at": now, "beat_at": now}
