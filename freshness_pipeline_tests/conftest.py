@@ -47,18 +47,22 @@ def pg_url() -> Iterator[str]:
     admin.dispose()
 
 
+@pytest.fixture
+def pg_state_url(pg_url: str) -> str:
+    """The session's Postgres database, emptied of what earlier tests left."""
+    eng = create_engine(pg_url)
+    with eng.begin() as conn:
+        conn.execute(text("DROP SCHEMA public CASCADE; CREATE SCHEMA public"))
+    eng.dispose()
+    return pg_url
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
 def any_state_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """Each test using this runs against SQLite and against the real Postgres."""
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'state.db'}"
-    base = request.getfixturevalue("pg_url")
-    # A schema-less fresh database per test: clear what earlier tests left.
-    eng = create_engine(base)
-    with eng.begin() as conn:
-        conn.execute(text("DROP SCHEMA public CASCADE; CREATE SCHEMA public"))
-    eng.dispose()
-    return base
+    return str(request.getfixturevalue("pg_state_url"))
 
 
 @pytest.fixture

@@ -5,11 +5,14 @@ runs forgotten a week on."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 
 import pytest
+from sqlalchemy import select
 
+from freshness_pipeline.adapters.state import schema
 from freshness_pipeline.adapters.state.beats import FORGET_AFTER_S
 from freshness_pipeline.adapters.state.store import StateStore, migrate
 from freshness_pipeline.pipeline.step_beats import STALE_BEATS, heartbeat, restart_note, silent_for, utc
@@ -106,3 +109,25 @@ def test_the_rows_of_killed_runs_are_forgotten_at_a_later_start(store: StateStor
         assert store.beats.of_run("killed-long-ago") == {}
         assert set(store.beats.of_run("killed-lately")) == {"vector_index"}  # still read by --submit
         assert set(store.beats.of_run(RUN)) == {"diff_plan"}
+
+
+def test_a_start_skips_the_silent_rows_another_transaction_holds(pg_state_url: str) -> None:
+    """On Postgres, steps of several runs start at once (Celery): a start's pruning passes the
+    rows another transaction has locked instead of waiting for them."""
+    migrate(pg_state_url)
+    store = StateStore(pg_state_url)
+    try:
+        clock = Clock()
+        store.beats.start("killed", "fetched_pages", "worker-1 pid 7", clock())
+        clock.now += FORGET_AFTER_S + 1
+        t = schema.step_beats
+        with store.engine.connect() as other, other.begin():
+            other.execute(select(t).where(t.c.run_id == "killed").with_for_update()).all()
+            started = threading.Thread(target=store.beats.start, args=(RUN, "diff_plan", "w pid 9", clock()))
+            started.start()
+            started.join(60)  # a start that waited would wait until this block ends
+            assert not started.is_alive(), "the start waited for a row another transaction holds"
+        assert set(store.beats.of_run(RUN)) == {"diff_plan"}
+        assert set(store.beats.of_run("killed")) == {"fetched_pages"}  # the next start's to forget
+    finally:
+        store.close()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Engine, delete, select, update
+from sqlalchemy import Engine, delete, select, tuple_, update
 
 from . import schema
 
@@ -28,7 +28,9 @@ class StepBeats:
         t = schema.step_beats
         key = (t.c.run_id == run_id) & (t.c.step == step)
         with self.engine.begin() as conn:
-            conn.execute(delete(t).where(t.c.beat_at < now - FORGET_AFTER_S))
+            # Rows another start is deleting are skipped: two starts never wait on each other.
+            silent = select(t.c.run_id, t.c.step).where(t.c.beat_at < now - FORGET_AFTER_S)
+            conn.execute(delete(t).where(tuple_(t.c.run_id, t.c.step).in_(silent.with_for_update(skip_locked=True))))
             row = conn.execute(select(t).where(key).with_for_update()).first()
             previous = None if row is None else row._asdict()
             values = {"holder": holder, "started_at": now, "beat_at": now}
