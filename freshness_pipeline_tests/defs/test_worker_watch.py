@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import logging
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from freshness_pipeline.defs.definitions import defs
 from freshness_pipeline.defs.executors import BROKER_TAG, CELERY_QUEUE_TAG, VISIBILITY_TAG
 from freshness_pipeline.defs.worker_watch import WorkerWatch
 from freshness_pipeline.demo.server import DocsSite
-from freshness_pipeline.pipeline.step_beats import STALE_BEATS, this_process
+from freshness_pipeline.pipeline.step_beats import STALE_BEATS, this_process, utc
 from freshness_pipeline_tests.defs.harness import SOURCE
 from freshness_pipeline_tests.sitegen import generate
 
@@ -144,7 +145,8 @@ def test_a_run_whose_step_finds_a_lost_workers_row_says_why_it_started_again(
     migrate(url)
     run_id = str(uuid.uuid4())
     store = StateStore(url)
-    store.beats.start(run_id, "vector_index", "lost-host pid 1", 1_000_000.0)  # a worker killed mid-step
+    killed_at = time.time() - 3600  # a worker killed mid-step an hour ago; its task comes back now
+    store.beats.start(run_id, "vector_index", "lost-host pid 1", killed_at)
     result = defs.resolve_job_def("refresh").execute_in_process(
         instance=instance, partition_key=SOURCE, run_id=run_id, raise_on_error=False
     )
@@ -153,7 +155,7 @@ def test_a_run_whose_step_finds_a_lost_workers_row_says_why_it_started_again(
     notes = [e.user_message for e in entries if e.level == logging.WARNING and "restarted" in e.user_message]
     assert notes == [
         f"vector_index restarted (start 2) on {this_process()}: its previous worker lost-host pid 1 stopped "
-        "heartbeating at 1970-01-12 13:46:40 UTC without ending the step; Celery redelivered its task"
+        f"heartbeating at {utc(killed_at)} without ending the step; Celery redelivered its task"
     ]
     assert store.beats.of_run(run_id) == {}  # every step ended: no row left
     store.close()
