@@ -63,7 +63,8 @@ HOME_ENV = "DAGSTER_HOME"
 
 
 class HomeNotFound(ConfigError):
-    """A read of an index whose home folder does not exist (a mistyped `DAGSTER_HOME`)."""
+    """A read of an index whose home folder does not exist (a mistyped `DAGSTER_HOME`), or a
+    home that is a file or would be made under one."""
 
 
 def reported_errors() -> tuple[type[Exception], ...]:
@@ -88,14 +89,18 @@ def open_index(
 ) -> Index:
     """The index kept in `home` (default `$DAGSTER_HOME`, else `./dagster_home`) for the
     sources file `sources` (default `$FRESHNESS_SOURCES`, else `sources.yaml`). A home that
-    does not exist is a `HomeNotFound` error unless `create` (a refresh makes it)."""
+    does not exist is a `HomeNotFound` error unless `create` (a refresh makes it); a file, or
+    a path under one, is one either way."""
     chosen = home if home is not None else os.environ.get(HOME_ENV) or "dagster_home"
     root = Path(chosen).expanduser().resolve()
-    if not root.is_dir() and not create:
-        why = "is not a folder" if root.exists() else "does not exist"
-        named = "$DAGSTER_HOME" if home is not None or os.environ.get(HOME_ENV) else "$DAGSTER_HOME is not set"
+    named = "$DAGSTER_HOME" if home is not None or os.environ.get(HOME_ENV) else "$DAGSTER_HOME is not set"
+    made = next(p for p in (root, *root.parents) if p.exists())  # the home, or where it would be made
+    if not made.is_dir():
+        where = "is a file" if made == root else f"would be made under a file, {made}"
+        raise HomeNotFound(f"the state folder {root} {where} ({named}): point it at a folder")
+    if not root.exists() and not create:
         raise HomeNotFound(
-            f"the state folder {root} {why} ({named}); nothing is indexed there. "
+            f"the state folder {root} does not exist ({named}); nothing is indexed there. "
             "Check the path, or run `freshness run` to make it"
         )
     path = sources_path(sources).expanduser().resolve()

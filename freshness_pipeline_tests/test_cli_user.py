@@ -86,6 +86,22 @@ def test_a_read_only_command_on_a_missing_home_says_so_and_creates_nothing(
     assert not (tmp_path / "typo").exists()
 
 
+@pytest.mark.parametrize("under", [False, True], ids=["a file", "under a file"])
+def test_a_home_that_cannot_be_a_folder_is_one_line_for_a_run_and_a_read(
+    under: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sources = str(write_sources(tmp_path / "sources.yaml", "http://127.0.0.1:9/sitemap.xml"))
+    a_file = tmp_path / "dagster_home"
+    a_file.write_text("not a folder")
+    home = a_file / "sub" if under else a_file
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    for command in (["run"], ["status"]):
+        _, err = cli(*command, "--sources", sources, expect=2)
+        assert err.startswith(f"error: the state folder {home} ") and err.count("\n") == 1, err
+        assert "a file" in err and "point it at a folder" in err and "make it" not in err, err
+    assert a_file.read_text() == "not a folder"
+
+
 def test_the_outage_hold_is_said_once() -> None:
     why = "held: 5 of 6 live pages would be gone in one crawl; nothing deleted"
     outcome = {
