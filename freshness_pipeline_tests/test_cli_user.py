@@ -86,6 +86,30 @@ def test_a_read_only_command_on_a_missing_home_says_so_and_creates_nothing(
     assert not (tmp_path / "typo").exists()
 
 
+@pytest.mark.parametrize(
+    ("settings", "missing"),
+    [
+        ({"embedder": {"provider": "openai"}}, "OPENAI_API_KEY"),
+        ({"vector_store": {"provider": "pinecone", "host": "http://127.0.0.1:9"}}, "PINECONE_API_KEY"),
+        ({"vector_store": {"provider": "pinecone"}}, "vector_store.host"),
+    ],
+    ids=["openai key", "pinecone key", "pinecone host"],
+)
+def test_a_missing_service_setting_fails_the_run_before_any_page_is_fetched(
+    settings: dict[str, object], missing: str, dagster_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("PINECONE_API_KEY", raising=False)
+    with DocsSite() as site:
+        site.publish(generate(2, sections_per_page=1, seed=7).markdown())
+        sources = str(write_sources(dagster_home / "sources.yaml", site.sitemap_url, **settings))
+        out, _ = cli("run", "--sources", sources, expect=1)
+        first, failure = out.splitlines()
+        assert first == "docs: the crawl did not run", out
+        assert failure.startswith("  failure: fetched_pages: ConfigError: ") and missing in failure, out
+        assert site.requests == 0, "the crawl ran before the missing setting was found"
+
+
 @pytest.mark.parametrize("under", [False, True], ids=["a file", "under a file"])
 def test_a_home_that_cannot_be_a_folder_is_one_line_for_a_run_and_a_read(
     under: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

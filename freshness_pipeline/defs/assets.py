@@ -130,6 +130,7 @@ def fetched_pages(
     tier, run_id = context.run.tags.get(TIER_TAG), context.run.run_id
     with freshness.open(context.partition_key) as ctx:
         run_record.started(ctx.store, run_id, ctx.name, tier)
+        ctx.require_keys()
         release = Release.parse(context.run.tags.get(RELEASE_TAG))
         report = crawl(ctx, run_id=run_id, tier=tier, release=release)
         run_record.crawled(ctx.store, run_id, report)

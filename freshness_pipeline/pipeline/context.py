@@ -6,11 +6,11 @@ import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from ..adapters.embedders import make_embedder
+from ..adapters.embedders import make_embedder, openai_key
 from ..adapters.embedders.base import Embedder
 from ..adapters.embedders.tokenizer import TokenizerSpec, tokenizer_for
 from ..adapters.state.store import StateStore
-from ..adapters.vectorstores import make_vector_store
+from ..adapters.vectorstores import make_vector_store, pinecone_access
 from ..adapters.vectorstores.base import VectorStore
 from ..config import NoisePolicy, Settings, Source, state_url
 from ..core.embedding_models import model_and_dims
@@ -92,6 +92,14 @@ class SourceContext:
                 api_key=self.pinecone_api_key,
             )
         return self._vectors
+
+    def require_keys(self) -> None:
+        """The service keys the embedder and the vector store will need, checked before a page
+        is fetched rather than once the crawl is done: a `ConfigError` naming the one missing."""
+        if self.settings.embedder.provider == "openai":
+            openai_key(self.openai_api_key)
+        if self.settings.vector_store.provider == "pinecone":
+            pinecone_access(self.settings.vector_store, self.pinecone_api_key)
 
     @property
     def embedder(self) -> Embedder:
