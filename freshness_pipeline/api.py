@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from .adapters.webhooks import Delivery
     from .frames import Frames
     from .pipeline.reconcile import ReconcileReport
+    from .pipeline.retire import Unlisted
     from .pipeline.search import Result as Hit
 
 __all__ = [
@@ -234,6 +235,34 @@ class Index:
 
         return "\n".join([*write_instance_config(self.home), migrate(self.settings)])
 
+    def retire(self, source: str) -> dict[str, Any]:
+        """Drop, for good, what a source taken out of the sources file left: its namespaces in
+        the vector store, its rows in the state store and its Dagster partition (its runs stay
+        in Dagster's history); what was dropped. A `ConfigError` when the file still names it,
+        or when nothing of it is left."""
+        if source in self.source_names:
+            raise ConfigError(
+                f"{source} is in the sources file {self.sources_file}: take it out of the file first "
+                "(retire drops its vectors and state for good)"
+            )
+        from .defs.retirement import retire
+
+        done = retire(self.settings, source)
+        if not done.dropped.rows and not done.partition:
+            unlisted = ", ".join(u.source for u in self.unlisted()) or "none"
+            raise ConfigError(
+                f"nothing of {source} is left to retire: the state store has no rows of it and Dagster no "
+                f"partition; sources the state store holds that the sources file does not name: {unlisted}"
+            )
+        d = done.dropped
+        return {
+            "source": source,
+            "namespaces": d.namespaces,
+            "records": d.records,
+            "rows": d.rows,
+            "partition": done.partition,
+        }
+
     # -- reading ----------------------------------------------------------------------
 
     def indexed(self, names: list[str] | None = None) -> list[str]:
@@ -275,6 +304,13 @@ class Index:
         from .pipeline.source_status import source_status
 
         return [source_status(self.settings, name) for name in self.names(source)]
+
+    def unlisted(self) -> list[Unlisted]:
+        """The sources the state store holds that the sources file no longer names, each with
+        the sections its committed index still holds (`retire` drops them)."""
+        from .pipeline.retire import unlisted_sources
+
+        return unlisted_sources(self.settings)
 
     def records(self, source: str | None = None) -> Iterator[dict[str, Any]]:
         """Every record of the committed index (of one source, or of every source)."""

@@ -48,6 +48,7 @@ def test_every_command_is_listed() -> None:
         "reconcile",
         "deliver",
         "migrate",
+        "retire",
     }
     assert set(_subcommands()) == expected
 

@@ -313,6 +313,8 @@ def status(
         return 0
     for r in rows:
         render.print_status(r, index.settings.source(r["source"]).checks)
+    for u in index.unlisted():
+        render.print_unlisted(u.source, u.sections)
     return 0
 
 
@@ -412,6 +414,23 @@ def reconcile(
         else:
             render.print_reconcile(name, report, fix=fix)
     return 1 if drift else 0
+
+
+@app.command(
+    cls=_Command,
+    help="drop, for good, the vectors, state and Dagster partition of a source taken out of the sources file",
+)
+def retire(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(metavar="NAME", help="the source, as `freshness status` names it")],
+    yes: Annotated[bool, typer.Option("--yes", help="required: what is dropped cannot be brought back")] = False,
+    sources: SourcesFile = None,
+) -> int:
+    if not yes:
+        raise typer.BadParameter(f"retiring drops {name}'s vectors and state for good: pass --yes")
+    done = _index(ctx, sources).retire(name)
+    print("\n".join(render.retired_lines(done)))
+    return 0
 
 
 @app.command(cls=_Command, help="send waiting change events to the configured webhooks")

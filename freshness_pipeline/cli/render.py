@@ -128,6 +128,27 @@ def print_status(r: dict[str, Any], checks: CheckPolicy) -> None:
     _print_freshness(r, checks)
 
 
+def print_unlisted(source: str, sections: int) -> None:
+    """A source the state store holds that the sources file no longer names."""
+    kept = f"its {sections} sections are still in the vector store" if sections else "nothing of it is indexed"
+    print(
+        f"{source}: not in the sources file; {kept}. "
+        f"`freshness retire {source} --yes` drops its vectors, its state and its partition"
+    )
+
+
+def retired_lines(done: dict[str, Any]) -> list[str]:
+    """What `freshness retire` dropped."""
+    spaces = ", ".join(done["namespaces"]) or "none"
+    partition = "deleted (its runs stay in Dagster's history)" if done["partition"] else "none to delete"
+    return [
+        f"retired {done['source']}:",
+        f"  vector store: {done['records']} records dropped, in namespaces {spaces}",
+        f"  state store: {done['rows']} rows deleted",
+        f"  Dagster partition: {partition}",
+    ]
+
+
 def _print_freshness(r: dict[str, Any], checks: CheckPolicy) -> None:
     stalled = (r.get("freshness") or {}).get("not_refreshed")
     verdict = r.get("verdict") or {}

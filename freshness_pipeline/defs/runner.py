@@ -89,8 +89,8 @@ def run_refreshes(
             run_id, stopped = str(uuid.uuid4()), False
             try:
                 with holding_source(settings, source) as hold, _signals() as signals:
-                    _end_dead_runs(instance, settings, hold)
-                    _wait_for_runs_in_flight(instance, source, settings.runs.source_wait_s)
+                    end_dead_runs(instance, settings, hold)
+                    wait_for_runs_in_flight(instance, source, settings.runs.source_wait_s)
                     hold.executing(run_id)
                     job.execute_in_process(
                         instance=instance,
@@ -175,7 +175,7 @@ def _signals() -> Iterator[_Seen]:
         writer.close()
 
 
-def _end_dead_runs(instance: dg.DagsterInstance, settings: Settings, hold: SourceHold) -> None:
+def end_dead_runs(instance: dg.DagsterInstance, settings: Settings, hold: SourceHold) -> None:
     """Fail the source's runs in flight that a `freshness run` executed: with its run lock
     ours, their process is gone (killed, out of memory, a machine that slept through it)."""
     busy = dg.RunsFilter(tags={PARTITION_TAG: hold.source}, statuses=IN_FLIGHT)
@@ -190,7 +190,7 @@ def _end_dead_runs(instance: dg.DagsterInstance, settings: Settings, hold: Sourc
         print(f"{hold.source}: run {run_id} failed: {reason}", file=sys.stderr, flush=True)
 
 
-def _wait_for_runs_in_flight(instance: dg.DagsterInstance, source: str, wait_s: float) -> None:
+def wait_for_runs_in_flight(instance: dg.DagsterInstance, source: str, wait_s: float) -> None:
     """Until no other run of `source` (the UI's, a sensor's, launched by the deployment's
     daemon) is queued or in progress, at most `wait_s` (`SourceWaitExpired` after that);
     said once, on stderr."""
