@@ -26,8 +26,10 @@ from freshness_pipeline_tests.sitegen import generate
 from freshness_pipeline_tests.test_cli import cli
 
 
-def _sources(path: Path, sites: dict[str, str]) -> str:
+def _sources(path: Path, sites: dict[str, str], state: str | None = None) -> str:
     body = {"sources": [{"name": n, "sitemap": s} for n, s in sites.items()], "embedder": {"provider": "hashing"}}
+    if state:
+        body["state_url"] = state
     path.write_text(yaml.safe_dump(body))
     return str(path)
 
@@ -56,14 +58,14 @@ def _partitions() -> list[str]:
 
 
 def test_a_source_out_of_the_file_is_listed_then_retired_and_the_other_kept(
-    dagster_home: Path, capsys: pytest.CaptureFixture[str]
+    dagster_home: Path, any_state_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with DocsSite() as kept, DocsSite() as old:
         kept.publish(generate(4, sections_per_page=2, seed=1).markdown())
         old.publish(generate(3, sections_per_page=2, seed=2).markdown())
-        both = _sources(dagster_home / "both.yaml", {"docs": kept.sitemap_url, "old": old.sitemap_url})
-        cli("run", "--sources", both)
-    one = _sources(dagster_home / "one.yaml", {"docs": kept.sitemap_url})
+        sites = {"docs": kept.sitemap_url, "old": old.sitemap_url}
+        cli("run", "--sources", _sources(dagster_home / "both.yaml", sites, any_state_url))
+    one = _sources(dagster_home / "one.yaml", {"docs": kept.sitemap_url}, any_state_url)
     rows, tables = _rows(dagster_home, one), _tables(dagster_home)
     assert rows["old"] > 0 and rows["docs"] > 0 and "old-v1" in tables and "docs-v1" in tables
     assert _partitions() == ["docs", "old"]
