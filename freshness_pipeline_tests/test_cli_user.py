@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -166,6 +167,35 @@ def test_pages_with_one_reason_are_one_line_and_the_counts_agree(capsys: pytest.
         " and 17 more",
         "  ... and 60 more pages in error, not in the run's summary",
     ]
+
+
+def test_status_says_its_times_in_utc_whatever_the_machine_s_zone(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its alerts say their times in UTC; the head line and the earlier attempts do too."""
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        at = 1796596800.0  # 2026-12-06 22:40 UTC, 17:40 in New York
+        row = {
+            "source": "docs",
+            "pages_live": 2,
+            "sections_indexed": 4,
+            "index": {"clean": True},
+            "last_run": {"finished_at": at, "counts": {}},
+            "last_attempt": {"finished_at": at + 3600, "status": "failure"},
+            "earlier_failures": [{"finished_at": at + 1800, "status": "failure", "run_id": "r1"}],
+        }
+        print_status(row, CheckPolicy())
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == (
+        "docs: 2 pages, 4 sections indexed; last success 2026-12-06 22:40 UTC; "
+        "last attempt 2026-12-06 23:40 UTC failure"
+    ), out
+    assert out[1] == "  earlier attempt 2026-12-06 23:10 UTC failure (run r1)", out
 
 
 def test_config_errors_name_the_source_and_say_what_is_allowed(

@@ -63,6 +63,11 @@ def test_path_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         ),
         ("sources: [", "not valid YAML"),
         (
+            "sources:\n  - name: docs\n   sitemap: http://u\n",
+            r"not valid YAML: line 3, column 4: expected <block end>, but found '<block mapping start>' "
+            r"\(while parsing a block collection at line 2\)\n       sitemap: http://u\n       \^$",
+        ),
+        (
             "sources: [{name: a, sitemap: http://u, noise: {disabled_rules: [last_updatd]}}]",
             r"source 'a': noise\.disabled_rules: unknown rule\(s\) last_updatd; known: ",
         ),
@@ -85,7 +90,7 @@ def test_errors_name_the_file_and_the_setting(tmp_path: Path, text: str, message
     path = write(tmp_path, text)
     with pytest.raises(ConfigError, match=message) as err:
         load_settings(path)
-    assert str(path) in str(err.value)
+    assert str(path) in str(err.value) and "<unicode string>" not in str(err.value)
 
 
 def test_missing_file(tmp_path: Path) -> None:

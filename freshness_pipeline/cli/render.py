@@ -31,7 +31,8 @@ def console() -> Console:
 
 
 def _when(ts: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
+    """In UTC, as the alerts, the history and the verdicts say their times."""
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ts))
 
 
 def _table(*columns: str) -> Table:
