@@ -47,6 +47,7 @@ __all__ = ["Interrupted", "run_refresh", "run_refreshes"]
 JOB = "refresh"
 IN_FLIGHT_POLL_S = 1.0  # how often a source's run in flight (the UI's, a sensor's) is looked at
 IN_FLIGHT = [dg.DagsterRunStatus(s) for s in ("QUEUED", "STARTING", "STARTED", "CANCELING")]
+STOPPED = "interrupted by a Ctrl-C before its commit landed: nothing of it was committed"
 
 
 def run_refresh(
@@ -115,6 +116,8 @@ def run_refreshes(
             if landed:
                 note = "interrupted by a Ctrl-C after its commit landed"
                 yield source, {**done, "status": "success", "warnings": [*done.get("warnings", []), note]}
+            elif done["run_id"] is not None:  # a run that started is the source's last attempt
+                record_attempt(settings, source, {**done, "status": "failure", "message": STOPPED})
             raise Interrupted(source, landed, order[i + 1 :])
 
 

@@ -6,6 +6,7 @@ it started), and the index is the one before the run."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from freshness_pipeline.defs.runner import STOPPED
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline.pipeline.faults import CRASH_ENV, SIGNAL_ENV
 from freshness_pipeline_tests.crash.test_dead_runs import env_for, finish, freshness, records, sources_file
@@ -112,3 +114,28 @@ def test_ctrl_c_after_vector_index_materialized_reports_its_commit(
         assert out.startswith("docs: ") and "interrupted by a Ctrl-C after its commit landed" in out, out
         assert err.rstrip().endswith("freshness: interrupted: docs: its commit had landed (reported above)"), err
         assert set(records(env_for(home, sources))) == pages.expected(site.base_url)
+
+
+def test_ctrl_c_before_the_commit_is_the_last_attempt_status_shows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C inside vector_index before its commit (as its writes are being recorded):
+    nothing was committed, and `freshness status` shows that run as the last attempt, failed
+    as interrupted, beside the last success."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    with DocsSite() as site:
+        site.publish(generate(4, sections_per_page=2, seed=8).markdown())
+        sources = sources_file(tmp_path / "sources.yaml", site.sitemap_url)
+        assert finish(run := freshness(env_for(home, sources), "run"))[0].startswith("docs: ")
+        site.publish(generate(4, sections_per_page=2, seed=9).markdown())
+        run = freshness(env_for(home, sources) | {CRASH_ENV: "intents", SIGNAL_ENV: "INT"}, "run")
+        out, err = finish(run)
+        assert run.returncode == SIGINT_EXIT and not out, (run.returncode, out, err[-2000:])
+        assert err.rstrip().endswith("freshness: interrupted: docs: nothing of its run was committed"), err
+        status = freshness(env_for(home, sources), "status", "--json")
+        (row,) = json.loads(finish(status)[0])
+    attempt = row["last_attempt"]
+    assert attempt["status"] == "failure" and attempt["message"] == STOPPED, attempt
+    assert attempt["finished_at"] > row["last_run"]["finished_at"], row
