@@ -26,7 +26,7 @@ from .core.segment import TARGET_SHARE
 from .core.spike import SpikeRule
 from .core.tiers import TierRules
 from .quarantine_settings import QuarantinePolicy
-from .settings_errors import problem
+from .settings_errors import problem, yaml_problem
 from .settings_runs import RunPolicy
 
 DEFAULT_SOURCES = "sources.yaml"
@@ -411,7 +411,7 @@ def load_settings(path: str | os.PathLike[str] | None = None, home: str | os.Pat
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{p}: not valid YAML: {_yaml_problem(exc)}") from exc
+        raise ConfigError(f"{p}: not valid YAML: {yaml_problem(exc)}") from exc
     if raw is not None and not isinstance(raw, dict):
         raise ConfigError(f"{p}: expected a mapping with `sources:` at the top level, got {type(raw).__name__}")
     try:
@@ -420,18 +420,6 @@ def load_settings(path: str | os.PathLike[str] | None = None, home: str | os.Pat
         raise ConfigError(f"{p}: {'; '.join(problem(err, raw, Settings) for err in exc.errors())}") from exc
     settings._home = None if home is None else Path(home).expanduser().resolve()  # copied by model_copy
     return _with_golden_paths(settings, p)
-
-
-def _yaml_problem(exc: yaml.YAMLError) -> str:
-    """Where and what, by the file's line and column, with PyYAML's pointer under the line
-    (its own text names the stream `<unicode string>`, not the file)."""
-    if not isinstance(exc, yaml.MarkedYAMLError) or exc.problem_mark is None:
-        return str(exc)
-    m = exc.problem_mark
-    context = exc.context_mark
-    since = f" ({exc.context} at line {context.line + 1})" if exc.context and context is not None else ""
-    snippet = m.get_snippet()
-    return f"line {m.line + 1}, column {m.column + 1}: {exc.problem}{since}" + (f"\n{snippet}" if snippet else "")
 
 
 def _with_golden_paths(settings: Settings, path: Path) -> Settings:

@@ -2,7 +2,7 @@
 (not `sources.1`), a list item by its index (`start_urls[0]`), what is allowed (the settings
 of that place, the closest one to a mistyped name; the values of a choice; a number's
 bounds) and the value given (a URL's password starred), never pydantic's own phrasing
-("Value error, ", "Extra inputs are not permitted")."""
+("Value error, ", "Extra inputs are not permitted"); a YAML error by its line and column."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import difflib
 import re
 from typing import Any, get_args
 
+import yaml
 from pydantic import BaseModel
 
 _CREDENTIALS = re.compile(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", re.IGNORECASE)
@@ -102,3 +103,15 @@ def _model_in(annotation: Any) -> Any:
         if (found := _model_in(arg)) is not None:
             return found
     return None
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """Where and what, by the file's line and column, with PyYAML's pointer under the line
+    (its own text names the stream `<unicode string>`, not the file)."""
+    if not isinstance(exc, yaml.MarkedYAMLError) or exc.problem_mark is None:
+        return str(exc)
+    m = exc.problem_mark
+    context = exc.context_mark
+    since = f" ({exc.context} at line {context.line + 1})" if exc.context and context is not None else ""
+    snippet = m.get_snippet()
+    return f"line {m.line + 1}, column {m.column + 1}: {exc.problem}{since}" + (f"\n{snippet}" if snippet else "")
