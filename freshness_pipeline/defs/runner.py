@@ -38,7 +38,7 @@ from ..pipeline.errors import Interrupted, SourceWaitExpired
 from ..pipeline.source_runs import SourceHold, holding_source
 from .dead_runs import fail_dead_run
 from .executors import EXECUTOR_ENV, executor_name
-from .partitions import sources_partitions
+from .partitions import SOURCES
 from .remote import URL_ENV
 from .run_status import ended
 from .tags import PARTITION_TAG, run_tags
@@ -82,7 +82,8 @@ def run_refreshes(
     with dg.DagsterInstance.local_temp(str(settings.home)) as instance:  # its storages closed at the end
         config = _run_config(settings, sources_file, log_level)
         order = list(dict.fromkeys(sources))
-        instance.add_dynamic_partitions(str(sources_partitions.name), order)  # those it has are kept
+        if missing := [s for s in order if not instance.has_dynamic_partition(SOURCES, s)]:  # a read, not a write
+            instance.add_dynamic_partitions(SOURCES, missing)
         from .definitions import defs  # the code location, loaded once the instance is ready
 
         job = defs.resolve_job_def(JOB)
