@@ -82,8 +82,7 @@ def run_refreshes(
     with dg.DagsterInstance.local_temp(str(settings.home)) as instance:  # its storages closed at the end
         config = _run_config(settings, sources_file, log_level)
         order = list(dict.fromkeys(sources))
-        if missing := [s for s in order if not instance.has_dynamic_partition(SOURCES, s)]:  # a read, not a write
-            instance.add_dynamic_partitions(SOURCES, missing)
+        _add_partitions(instance, order)
         from .definitions import defs  # the code location, loaded once the instance is ready
 
         job = defs.resolve_job_def(JOB)
@@ -120,6 +119,12 @@ def run_refreshes(
             elif done["run_id"] is not None:  # a run that started is the source's last attempt
                 record_attempt(settings, source, {**done, "status": "failure", "message": STOPPED})
             raise Interrupted(source, landed, order[i + 1 :])
+
+
+def _add_partitions(instance: dg.DagsterInstance, sources: list[str]) -> None:
+    """The sources' partitions that are missing (a read each, a write only when one is)."""
+    if missing := [s for s in sources if not instance.has_dynamic_partition(SOURCES, s)]:
+        instance.add_dynamic_partitions(SOURCES, missing)
 
 
 def _run_config(settings: Settings, sources_file: str | None, log_level: str) -> dict[str, Any]:
