@@ -258,7 +258,7 @@ class Index:
         return {
             "source": source,
             "namespaces": d.namespaces,
-            "records": d.records,
+            "sections": d.sections,
             "rows": d.rows,
             "partition": done.partition,
         }

@@ -86,7 +86,7 @@ def test_a_source_out_of_the_file_is_listed_then_retired_and_the_other_kept(
     out, _ = cli("retire", "old", "--yes", "--sources", one)
     assert out.splitlines() == [
         "retired old:",
-        "  vector store: 6 records dropped, in namespaces old-v1, old-v2",
+        "  vector store: namespaces old-v1, old-v2 dropped (the index held 6 sections)",
         f"  state store: {rows['old']} rows deleted",
         "  Dagster partition: deleted (its runs stay in Dagster's history)",
     ], out
@@ -119,5 +119,5 @@ def test_a_retirement_killed_after_its_drops_is_finished_by_the_next(dagster_hom
     assert "old: not in the sources file" in cli("status", "--sources", one)[0]
 
     out, _ = cli("retire", "old", "--yes", "--sources", one)
-    assert "  vector store: 0 records dropped, in namespaces old-v1, old-v2" in out.splitlines(), out
+    assert "  vector store: namespaces old-v1, old-v2 dropped (the index held 4 sections)" in out.splitlines(), out
     assert "old" not in _rows(dagster_home, one) and _partitions() == ["docs"]

@@ -144,7 +144,7 @@ def retired_lines(done: dict[str, Any]) -> list[str]:
     partition = "deleted (its runs stay in Dagster's history)" if done["partition"] else "none to delete"
     return [
         f"retired {done['source']}:",
-        f"  vector store: {done['records']} records dropped, in namespaces {spaces}",
+        f"  vector store: namespaces {spaces} dropped (the index held {done['sections']} sections)",
         f"  state store: {done['rows']} rows deleted",
         f"  Dagster partition: {partition}",
     ]

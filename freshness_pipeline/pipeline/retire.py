@@ -33,7 +33,8 @@ class Unlisted:
 @dataclass(frozen=True, slots=True)
 class Dropped:
     namespaces: list[str]  # dropped from the vector store, each whether it held records or not
-    records: int  # the records they held
+    sections: int  # in the committed manifest: the active namespace's records (not counted in
+    # the store, which on Pinecone would mean fetching every record)
     rows: int  # deleted from the state store
 
 
@@ -54,11 +55,10 @@ def drop_source(settings: Settings, hold: SourceHold) -> Dropped:
     if state is not None:
         names = [namespace(hold.source, v) for v in range(1, state.active_version + 2)]
         names += [n for n in state.retired_namespaces if n not in names]
-    records = 0
+    sections = hold.store.manifest.count(hold.source)
     if names:
         vectors = make_vector_store(settings.vector_store, default_path=settings.home / "vectors")
         for ns in names:
-            records += len(vectors.list_hashes(ns))
             vectors.drop_namespace(ns)
         crash_point("retire_dropped")  # a crash trial's moment: the namespaces gone, the rows not yet
-    return Dropped(names, records, forget_source(hold.store.engine, hold.source))
+    return Dropped(names, sections, forget_source(hold.store.engine, hold.source))
