@@ -39,6 +39,11 @@ def versions_for(settings: Settings, source: Source) -> Versions:
     )
 
 
+def vector_store(settings: Settings, pinecone_api_key: str | None = None) -> VectorStore:
+    """The vector store the settings name (LanceDB under the home's `vectors/` by default)."""
+    return make_vector_store(settings.vector_store, default_path=settings.home / "vectors", api_key=pinecone_api_key)
+
+
 @dataclass
 class SourceContext:
     settings: Settings
@@ -86,11 +91,7 @@ class SourceContext:
     @property
     def vectors(self) -> VectorStore:
         if self._vectors is None:
-            self._vectors = make_vector_store(
-                self.settings.vector_store,
-                default_path=self.settings.home / "vectors",
-                api_key=self.pinecone_api_key,
-            )
+            self._vectors = vector_store(self.settings, self.pinecone_api_key)
         return self._vectors
 
     def require_keys(self) -> None:

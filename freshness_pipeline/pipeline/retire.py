@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 from ..adapters.state.forget import forget_source, source_names
 from ..adapters.state.store import StateStore
-from ..adapters.vectorstores import make_vector_store
 from ..config import Settings, state_url
 from ..core.versions import namespace
+from .context import vector_store
 from .faults import crash_point
 from .source_runs import SourceHold
 
@@ -57,7 +57,7 @@ def drop_source(settings: Settings, hold: SourceHold) -> Dropped:
         names += [n for n in state.retired_namespaces if n not in names]
     sections = hold.store.manifest.count(hold.source)
     if names:
-        vectors = make_vector_store(settings.vector_store, default_path=settings.home / "vectors")
+        vectors = vector_store(settings)
         for ns in names:
             vectors.drop_namespace(ns)
         crash_point("retire_dropped")  # a crash trial's moment: the namespaces gone, the rows not yet
