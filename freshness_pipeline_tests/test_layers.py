@@ -39,6 +39,8 @@ CORE_IO_EXCEPTIONS: Mapping[str, frozenset[str]] = {f"{PACKAGE}.core.tokens": fr
 # The modules that build the asset graph: the CLI loads them only when `run` runs the job.
 ASSET_GRAPH = frozenset(f"{PACKAGE}.defs.{m}" for m in ("definitions", "assets", "checks", "metrics_assets", "sensors"))
 DATABASE_LIBRARIES = frozenset({"sqlalchemy", "alembic"})
+# Dagster runs its own processes (docs/decisions/0001): the code location spawns, forks and signals none.
+PROCESS_MODULES = frozenset({"subprocess", "multiprocessing", "signal"})
 # pandas is the [pandas] extra, for the public API's DataFrames: only frames.py imports it, inside
 # its functions, and only the public API imports frames.py, so neither a refresh nor a reading
 # command loads it through the package. (pyarrow loads it wherever it is installed, when the
@@ -137,6 +139,8 @@ def violation(imp: Import) -> str | None:
         return "only the public API imports frames.py (pandas is never on a refresh's path)"
     if top.startswith("dagster") and not _within(m, "defs"):
         return "Dagster only in defs/"
+    if _within(m, "defs") and _is(t, PROCESS_MODULES):
+        return "defs imports no process module (Dagster runs its own processes)"
     if _within(m, "core"):
         if not (_within(t, "core") or top in sys.stdlib_module_names or top in CORE_LIBRARIES):
             return "core imports only core, the standard library and pure text libraries"
@@ -309,6 +313,9 @@ def _tree(**modules: str) -> dict[str, Source]:
         ({"pipeline__crawl": "import dagster as dg"}, "Dagster only in defs/"),
         ({"progress": "def log():\n    import dagster\n"}, "Dagster only in defs/"),
         ({"cli__app": "from dagster_celery import celery_executor"}, "Dagster only in defs/"),
+        ({"defs__runner": "import signal"}, "defs imports no process module"),
+        ({"defs__x": "def f():\n    from subprocess import Popen\n"}, "defs imports no process module"),
+        ({"defs__x": "import multiprocessing.pool"}, "defs imports no process module"),
         ({"core__x": "import socket"}, "core does no I/O"),
         ({"core__x": "def f():\n    import subprocess\n"}, "core does no I/O"),
         ({"core__x": "import sqlite3"}, "core does no I/O"),
@@ -351,6 +358,8 @@ def test_allowed_imports_pass() -> None:
         adapters__fetch="import httpx\nfrom ..core.urls import urljoin\n",
         pipeline__crawl="from .. import progress, config\nfrom ..adapters import fetch\n",
         defs__assets="import dagster as dg\n",
+        defs__runner="import os\nfrom ..adapters.interrupts import observing\n",
+        adapters__interrupts="import signal\n",
         progress="",
         config="",
         bench__run="import dagster\nfrom freshness_pipeline.defs import assets\n",

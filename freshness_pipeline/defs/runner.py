@@ -11,27 +11,25 @@ One `freshness run` of a source at a time: each run holds the source's run lock
 is still in flight once the lock is ours lost its process, and is failed at once
 (`dead_runs.py`), daemon or not.
 
-A Ctrl-C (or SIGTERM) inside a run is Dagster's: it fails the run's step and the run. That one
-reached this process is seen through Python's signal wakeup file descriptor, whichever
-handler Dagster had installed. Wherever it lands, the state store says whether the run's
-commit landed (it records the run id with each commit): `Interrupted.committed`.
+A Ctrl-C (or SIGTERM) inside a run is Dagster's: it fails the run's step and the run. That
+one reached this process is observed, never handled (`adapters/interrupts.py`). Wherever it
+lands, the state store says whether the run's commit landed (it records the run id with each
+commit): `Interrupted.committed`.
 
 What each run did is its own record in the state store, read with its status (`run_status.py`).
 """
 
 from __future__ import annotations
 
-import signal
-import socket
 import sys
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import dagster as dg
 
+from ..adapters.interrupts import observing
 from ..config import ConfigError, Settings, load_settings
 from ..pipeline.attempts import committed, record_attempt
 from ..pipeline.errors import Interrupted, SourceWaitExpired
@@ -89,7 +87,7 @@ def run_refreshes(
         for i, source in enumerate(order):
             run_id, stopped = str(uuid.uuid4()), False
             try:
-                with holding_source(settings, source) as hold, _signals() as signals:
+                with holding_source(settings, source) as hold, observing() as signals:
                     end_dead_runs(instance, settings, hold)
                     wait_for_runs_in_flight(instance, source, settings.runs.source_wait_s)
                     hold.executing(run_id)
@@ -101,7 +99,7 @@ def run_refreshes(
                         raise_on_error=False,
                         run_config=config,
                     )
-                    stopped = signals.seen()  # a Ctrl-C (Dagster makes it a failed run) or a SIGTERM
+                    stopped = signals.stopped()  # a Ctrl-C (Dagster makes it a failed run) or a SIGTERM
             except KeyboardInterrupt:  # outside the run's steps: before it, or as it ended
                 stopped = True
             try:
@@ -142,46 +140,6 @@ def _summary(instance: dg.DagsterInstance, run_id: str, settings: Settings) -> d
     if run is None:
         return {"run_id": None, "status": "failure", "message": "interrupted before its run started"}
     return ended(instance, settings, run)
-
-
-class _Seen:
-    """The signals `_signals` saw, read from its wakeup socket."""
-
-    def __init__(self, reader: socket.socket) -> None:
-        self.reader = reader
-        self.signals: set[int] = set()
-
-    def seen(self) -> bool:
-        """Whether a SIGINT or SIGTERM reached the process since the block began."""
-        try:
-            while chunk := self.reader.recv(256):
-                self.signals |= set(chunk)
-        except BlockingIOError:
-            pass
-        return bool(self.signals & {signal.SIGINT, signal.SIGTERM})
-
-
-@contextmanager
-def _signals() -> Iterator[_Seen]:
-    """The signals that reach the process in the block, whatever handler Python runs for
-    them (Dagster installs its own during a run): `signal.set_wakeup_fd`. Off the main
-    thread, where that cannot be set, none are seen."""
-    reader, writer = socket.socketpair()
-    reader.setblocking(False)
-    writer.setblocking(False)
-    try:
-        try:
-            before = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
-        except ValueError:
-            yield _Seen(reader)
-            return
-        try:
-            yield _Seen(reader)
-        finally:
-            signal.set_wakeup_fd(before)
-    finally:
-        reader.close()
-        writer.close()
 
 
 def end_dead_runs(instance: dg.DagsterInstance, settings: Settings, hold: SourceHold) -> None:
