@@ -327,19 +327,24 @@ def test_onnx_files_are_built_once(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert not [f for f in tmp_path.rglob("*") if f.name.endswith(".tmp")]
 
 
-def test_the_int8_build_prints_no_third_party_warning(tmp_path: Path) -> None:
+def test_the_int8_build_prints_no_third_party_warning_and_leaves_logging_as_it_was(tmp_path: Path) -> None:
     """In a fresh process with no logging configured (as `freshness demo` builds it on a new
-    machine): onnxruntime's pre-processing is done, so its quantizer warns of nothing."""
+    machine): onnxruntime's pre-processing is done, so its quantizer warns of nothing, and
+    the root logger it configures is put back, so no later log line prints twice."""
     probe = (
+        "import logging\n"
         "from freshness_pipeline.adapters.embedders.onnx_model import model_file\n"
         "from freshness_pipeline.adapters.embedders.shipped import model_path\n"
         "print(model_file(model_path('all-MiniLM-L6-v2'), 'onnx-int8'))\n"
+        "print(len(logging.getLogger().handlers), logging.getLevelName(logging.getLogger().level))\n"
     )
     env = {**os.environ, "FRESHNESS_MODEL_CACHE": str(tmp_path)}
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr
     assert "WARNING" not in done.stderr and "pre-processing" not in done.stderr, done.stderr
-    assert Path(done.stdout.strip()).is_file()
+    built, root = done.stdout.strip().splitlines()
+    assert Path(built).is_file()
+    assert root == "0 WARNING"  # no handler, the default level: as before the build
     assert sorted(f.name for f in tmp_path.rglob("*.onnx")) == ["model.int8-per-channel.onnx", "model.onnx"]
 
 

@@ -70,9 +70,10 @@ def model_file(model_dir: Path, backend: str) -> Path:
 
 
 def _quantize(fp32: Path, out: Path) -> None:
-    from onnxruntime.quantization import QuantType, quant_pre_process, quantize_dynamic
+    with _root_logger_kept():
+        from onnxruntime.quantization import QuantType, quant_pre_process, quantize_dynamic
 
-    with _atomic(out) as tmp, tempfile.TemporaryDirectory(dir=out.parent) as work:
+    with _root_logger_kept(), _atomic(out) as tmp, tempfile.TemporaryDirectory(dir=out.parent) as work:
         # onnxruntime's pre-processing (shape inference; no graph optimization, so the graph's
         # arithmetic stays as built), which quantize_dynamic asks for otherwise on stderr.
         shaped = Path(work) / "model.shaped.onnx"
@@ -80,6 +81,21 @@ def _quantize(fp32: Path, out: Path) -> None:
         # Per-channel scales: per-tensor ones move MiniLM's vectors several times further from
         # torch's (docs/benchmarks.md, "Local embedders").
         quantize_dynamic(str(shaped), str(tmp), weight_type=QuantType.QInt8, per_channel=True)
+
+
+@contextmanager
+def _root_logger_kept() -> Iterator[None]:
+    """The root logger as it was before the block. onnxruntime's quantizer configures it as
+    it loads and as it logs (`logging.basicConfig`, `logging.warning`): a handler left there
+    would print every later line of the process's loggers a second time (Dagster's among them)."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield
+    finally:
+        for handler in [h for h in root.handlers if h not in handlers]:
+            root.removeHandler(handler)
+        root.setLevel(level)
 
 
 @contextmanager
