@@ -35,7 +35,7 @@ page), `run_id` (a Dagster run: `history` and `runs`). The columns:
                    all; empty: not recorded), started_at, finished_at (when it committed;
                    for a run that did not, when it ended), reason (why a full re-index
                    happened), then every count of core/run_counts.py (pages: crawled, new,
-                   changed, unchanged, gone, errors, skipped; records: embedded,
+                   changed, unchanged, gone, errors, skipped, held, dead_links; records: embedded,
                    payload_updated, deleted, reused; the plan's sections_*), empty for a run
                    that did not commit
     review         url, why

@@ -87,7 +87,9 @@ def test_run_exit_codes_checks_and_the_spike_override(dagster_home: Path) -> Non
         sources = str(write_sources(dagster_home / "sources.yaml", site.sitemap_url))
         site.publish(docs.markdown())
         out, _ = cli("run", "--sources", sources)  # --sources after the command
-        assert out.startswith("docs: crawled: 6 new: 6 changed: 0 unchanged: 0 gone: 0 errors: 0 skipped: 0  | "), out
+        assert out.startswith(
+            "docs: crawled: 6 new: 6 changed: 0 unchanged: 0 gone: 0 errors: 0 skipped: 0 held: 0 dead_links: 0  | "
+        ), out
         cli("--sources", sources, "run")  # quiet: the history the spike rule needs
 
         # A template redeploy rewrites every section: a blocking spike, exit 1, nothing indexed.
@@ -95,14 +97,14 @@ def test_run_exit_codes_checks_and_the_spike_override(dagster_home: Path) -> Non
         site.publish(redeploy.markdown())
         out, _ = cli("run", "--sources", sources, expect=1)
         lines = out.splitlines()
-        assert lines[0] == "docs: crawled: 6 errors: 0 skipped: 0 (nothing was indexed)", out
+        assert lines[0] == "docs: crawled: 6 errors: 0 skipped: 0 held: 0 dead_links: 0 (nothing was indexed)", out
         assert lines[1].startswith("  blocked: change_spike: ") and ALLOW_SPIKE_TAG in lines[1]
 
         # Reviewed: let it through. Success with a non-blocking ERROR check still exits 0.
         out, _ = cli("run", "--allow-spike", "--sources", sources)
         lines = out.splitlines()
         assert lines[0] == (
-            "docs: crawled: 6 new: 0 changed: 6 unchanged: 0 gone: 0 errors: 0 skipped: 0  | "
+            "docs: crawled: 6 new: 0 changed: 6 unchanged: 0 gone: 0 errors: 0 skipped: 0 held: 0 dead_links: 0  | "
             "embedded: 18 payload_updated: 0 deleted: 0 reused: 0 moved: 0"
         ), out
         assert not any("check stale_share" in line for line in lines), out  # drift it repaired: information
@@ -123,7 +125,7 @@ def test_run_exit_codes_checks_and_the_spike_override(dagster_home: Path) -> Non
         records = [json.loads(line) for line in cli("dump", "--sources", sources)[0].splitlines()]
         assert len(records) == 18 and all(FEEDBACK in r["text"] for r in records)
         _, err = cli("resolve", "0" * 40, "--sources", sources, expect=1)
-        assert err.strip() == f"no current section for key {'0' * 40!r} (unknown, or its page is gone)"
+        assert err.strip() == f"no current section for key {'0' * 40!r} (unknown, removed, or rewritten as it moved)"
         assert cli("deliver", "--sources", sources)[0] == "no webhooks configured\n"
 
 

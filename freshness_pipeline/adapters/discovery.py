@@ -83,7 +83,8 @@ def discover(fetcher: Fetching, source: Source, known: Mapping[str, Target]) -> 
     """Page URLs of `source`. `known` (normalized URL -> target with the stored body hash)
     lets link discovery tell an unchanged body without extracting it again.
 
-    Raises `DiscoveryError` when a sitemap cannot be read or a start URL does not answer.
+    Raises `DiscoveryError` when a sitemap cannot be read or a start URL does not answer
+    with a page (an error, or 404/410).
     """
     found = Discovery()
     refused: list[tuple[str, str]] = []  # never a page of this source: not fetched, not stored
@@ -179,7 +180,8 @@ class _SitemapReader:
 
 def _crawl_links(fetcher: Fetching, source: Source, known: Mapping[str, Target], found: Discovery) -> list[str]:
     """Breadth-first link discovery from the start URLs, within scope, obeying robots.
-    Each answer lands in `found.fetched`; a start URL that does not answer fails discovery."""
+    Each answer lands in `found.fetched`; a start URL that does not answer, or answers
+    404/410, fails discovery."""
     d = source.discovery
     include = [re.compile(r) for r in d.include]
     exclude = [re.compile(r) for r in d.exclude]
@@ -235,6 +237,8 @@ def _check_start_urls(source: Source, results: Mapping[str, FetchResult], fetche
             raise DiscoveryError(f"start URL {raw} did not answer ({robots.unreachable})")
         if res is not None and res.outcome is Outcome.ERROR:  # refused, unresolvable, 5xx
             raise DiscoveryError(f"start URL {raw} did not answer ({res.reason})")
+        if res is not None and res.outcome is Outcome.GONE:  # a mistyped path, or a page the site removed
+            raise DiscoveryError(f"start URL {raw} answered {res.reason}: no page to discover links from")
 
 
 def _scope(fetcher: Fetching, prefix: str) -> str:

@@ -335,7 +335,7 @@ def resolve(
 ) -> int:
     found = _index(ctx, sources).resolve(key, source=source)
     if found is None:
-        print(f"no current section for key {key!r} (unknown, or its page is gone)", file=sys.stderr)
+        print(f"no current section for key {key!r} (unknown, removed, or rewritten as it moved)", file=sys.stderr)
         return 1
     if as_json:
         print(json.dumps(found, indent=1))

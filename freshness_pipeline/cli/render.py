@@ -187,9 +187,10 @@ def _print_history(rows: list[dict[str, Any]]) -> None:
 
 
 def print_hits(hits: Sequence[Any], threshold: float | None) -> None:
-    """Search results as a table, then the best score and whether it was weak."""
+    """Search results as a table, in the fused order, each with its cosine similarity (which
+    that order does not follow); then the best one and whether it was weak."""
     if hits:
-        table = _table("#", "score", "section", "text")
+        table = _table("#", "cosine", "section", "text")
         for i, h in enumerate(hits, 1):
             span = f"chars {h.start}-{h.end}" if h.start is not None else "(not in the live page text)"
             where = [h.url, f"[{h.heading_path}]", f"key={h.key}", span + (f"  as of {h.as_of}" if h.as_of else "")]

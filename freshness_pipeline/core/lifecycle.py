@@ -95,6 +95,7 @@ class CrawlDecisions:
     errors: dict[str, str] = field(default_factory=dict)  # url -> reason
     flagged: dict[str, str] = field(default_factory=dict)  # url -> reason
     skipped: dict[str, str] = field(default_factory=dict)  # url -> reason: not checked this run
+    dead_links: list[str] = field(default_factory=list)  # answered 404/410 and not indexed: never, or no longer
     near_empty: dict[str, tuple[Answer, Observation]] = field(default_factory=dict)  # held as near-empty
     held: dict[str, Kind] = field(default_factory=dict)  # url -> why the quarantine holds it this run
     taken: dict[str, Kind] = field(default_factory=dict)  # ... took it after a hold (confirmed)
@@ -169,8 +170,7 @@ class Ledger:
             row.outcome, row.reason = Outcome.SKIPPED.value, why
             out.skipped[row.url] = why
         elif res.outcome is Outcome.GONE:
-            if is_live(row):
-                out.gone.append(row.url)
+            (out.gone if is_live(row) else out.dead_links).append(row.url)
             row.state, row.flag, row.quarantine = "gone", None, None  # a candidate just goes: it never was a page
         else:
             row.error_count, row.miss_count, row.quarantine = 0, 0, None  # it answered

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-# What the crawl saw, in pages.
-PAGES = ("crawled", "new", "changed", "unchanged", "gone", "errors", "skipped")
+# What the crawl saw, in pages. `held`: answered, its answer not taken (the quarantine, a
+# soft 404, a failed extraction), so its records stay; `dead_links`: answered 404/410 and
+# not indexed (a link to a page that never was, or to one gone before).
+PAGES = ("crawled", "new", "changed", "unchanged", "gone", "errors", "skipped", "held", "dead_links")
 # What was written to the vector store, in records ...
 RECORDS = ("embedded", "payload_updated", "deleted")
 # ... and the records whose vectors stayed or came from the embedding cache.

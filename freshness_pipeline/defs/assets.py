@@ -150,6 +150,7 @@ def fetched_pages(
             "errors": len(report.errors),
             "skipped": len(report.skipped),
             "flagged": len(report.flagged),
+            **{k: n for k, n in report.page_counts().items() if k in ("held", "dead_links")},
             "seconds": round(report.seconds, 3),
             "tier": report.tier or "all",
             **{f"pages_{t}": report.tiers.get(t, 0) for t in TIERS},

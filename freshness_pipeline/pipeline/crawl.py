@@ -61,6 +61,7 @@ class CrawlReport:
     errors: dict[str, str] = field(default_factory=dict)  # url -> reason
     flagged: dict[str, str] = field(default_factory=dict)  # url -> reason
     skipped: dict[str, str] = field(default_factory=dict)  # url -> reason: not checked this run
+    dead_links: list[str] = field(default_factory=list)  # answered 404/410, not indexed (never, or no longer)
     warnings: list[str] = field(default_factory=list)  # discovery bounds hit, nothing found, ...
     tiers: dict[str, int] = field(default_factory=dict)  # live pages per tier, after this crawl
     for_review: dict[str, str] = field(default_factory=dict)  # every page flagged now, url -> why
@@ -70,12 +71,9 @@ class CrawlReport:
 
     def page_counts(self) -> dict[str, int]:
         """What the run line takes from the crawl (handed on, report by report, to the index stage)."""
-        return {
-            "crawled": self.crawled,
-            "errors": len(self.errors),
-            "skipped": len(self.skipped),
-            "flagged": len(self.flagged),
-        }
+        held = len(self.flagged.keys() - self.errors.keys())  # answered, its answer not taken
+        found = {"errors": self.errors, "skipped": self.skipped, "flagged": self.flagged, "dead_links": self.dead_links}
+        return {"crawled": self.crawled, **{k: len(v) for k, v in found.items()}, "held": held}
 
     def pages_to_review(self) -> dict[str, dict[str, str]]:
         """The pages whose answer was not a plain success, by kind: url -> reason."""
@@ -424,7 +422,7 @@ def _answers(
 def _report_decisions(report: CrawlReport, decided: CrawlDecisions, *held: str) -> None:
     report.warnings += held  # the quarantine's line per kind
     report.gone, report.moves, report.errors = decided.gone, decided.moves, decided.errors
-    report.flagged, report.skipped = decided.flagged, decided.skipped
+    report.flagged, report.skipped, report.dead_links = decided.flagged, decided.skipped, decided.dead_links
     report.new_pages, report.changed_pages = decided.new_pages, decided.changed_pages
 
 

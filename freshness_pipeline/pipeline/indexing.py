@@ -287,7 +287,9 @@ def _counts(p: PlanReport, w: _Written, *, orphans: int, reindex: bool) -> dict[
     """The run's counts: pages from the crawl's counts (handed down in the plan report) and
     the plan's change events, records from the plan and what this stage wrote."""
     crawl = p.crawl_counts
-    crawled, errors, skipped = (int(crawl.get(k, 0)) for k in ("crawled", "errors", "skipped"))
+    crawled, errors, skipped, held, dead = (
+        int(crawl.get(k, 0)) for k in ("crawled", "errors", "skipped", "held", "dead_links")
+    )
     new, changed, gone = p.pages["new"], p.pages["changed"], p.pages["gone"]
     c = p.counts
     kept = 0 if reindex else c["unchanged"] + c["payload_updated"]  # their vectors stay
@@ -296,10 +298,12 @@ def _counts(p: PlanReport, w: _Written, *, orphans: int, reindex: bool) -> dict[
         "crawled": crawled,
         "new": new,
         "changed": changed,
-        "unchanged": max(0, crawled - new - changed - gone - errors - skipped),
+        "unchanged": max(0, crawled - new - changed - gone - errors - skipped - held - dead),
         "gone": gone,
         "errors": errors,
         "skipped": skipped,  # not checked this run (robots, size, type, ...)
+        "held": held,  # answered, not taken: the quarantine's holds, soft 404s, failed extractions
+        "dead_links": dead,  # answered 404/410, not indexed: never, or no longer
         "flagged": int(crawl.get("flagged", 0)),
         "embedded": w.embedded,
         "upserted": w.upserted,

@@ -60,7 +60,7 @@ def started(store: State, run_id: str, source: str, tier: str | None) -> None:
 
 def crawled(store: State, run_id: str, report: CrawlReport) -> None:
     pages = {kind: dict(sorted(found.items())[:SHOWN]) for kind, found in report.pages_to_review().items()}
-    counts = {"crawled": report.crawled, "errors": len(report.errors), "skipped": len(report.skipped)}
+    counts = {k: n for k, n in report.page_counts().items() if k != "flagged"}  # the run line's, before the plan
     note(store, run_id, report.source, facts={"crawl": counts, "pages": pages}, append={"warnings": report.warnings})
 
 

@@ -252,6 +252,15 @@ def test_an_unreachable_start_url_fails_discovery(obey_robots: bool) -> None:
         f.discover()
 
 
+@pytest.mark.parametrize("status", [404, 410])
+def test_a_start_url_that_is_no_page_fails_discovery(site: SiteServer, status: int) -> None:
+    site.pages["/docs/"] = Page('<a href="/docs/a">a</a>', status=status)  # a mistyped path, a removed page
+    start = site.url("/docs/")
+    src = Source(name="t", start_urls=[start], fetch=FetchPolicy(**FAST))
+    with Fetcher(src) as f, pytest.raises(DiscoveryError, match=f"start URL {start} answered HTTP {status}"):
+        f.discover()
+
+
 def test_link_discovery_answers_are_reused(site: SiteServer) -> None:
     site.pages["/docs/"] = Page('<a href="/docs/a">a</a> <a href="/docs/b">b</a> <a href="c">c</a>')
     src = Source(name="t", start_urls=[site.url("/docs/")], fetch=FetchPolicy(**FAST))

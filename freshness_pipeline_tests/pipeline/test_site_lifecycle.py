@@ -79,6 +79,7 @@ def test_503s_and_soft_404s_embed_and_delete_nothing(
         server.pages[f"{g}50"] = apology(f"{g}50")
         bad = p.run()
         assert (bad["embedded"], bad["deleted"], bad["errors"]) == (0, 0, 5)
+        assert (bad["held"], bad["unchanged"]) == (1, 94)  # the soft 404's answer was not taken
         assert "not-found page" in bad["flagged_pages"][p.url(f"{g}50")]
         assert p.triples() == before
         server.faults.clear()
@@ -102,6 +103,7 @@ def test_a_site_wide_maintenance_redirect_loses_nothing_even_with_a_release(
             server.redirects[path] = (302, "/maintenance")
         held = p.run()
         assert (held["embedded"], held["deleted"], held["errors"], held["flagged"]) == (0, 0, 0, 10), held
+        assert (held["crawled"], held["held"], held["unchanged"]) == (10, 10, 0)
         assert all(why.startswith("held: redirected") for why in held["flagged_pages"].values())
         assert [w for w in held["warnings"] if w.startswith("quarantine redirected: 10 held")], held["warnings"]
         assert p.triples() == before
@@ -115,6 +117,25 @@ def test_a_site_wide_maintenance_redirect_loses_nothing_even_with_a_release(
         back = p.run()
         assert (back["embedded"], back["deleted"], back["errors"]) == (0, 0, 0)
         assert p.triples() == before == site.expected(server.base_url)
+
+
+def test_dead_links_are_counted_apart_from_the_pages(
+    dagster_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site = generate(10, sections_per_page=1, seed=118)
+    pages = html_pages(site)
+    listed = [*sorted(pages), "/guide/no-such-page"]  # a sitemap entry that 404s
+    with SiteServer(pages, sitemap=None) as server:
+        server.pages["/sitemap.xml"] = urlset(server, listed)
+        p = Pipeline(tmp_path, capsys, server)
+        first = p.run()
+        assert (first["crawled"], first["new"], first["unchanged"], first["dead_links"]) == (11, 10, 0, 1), first
+        server.pages.pop("/guide/page3")  # deleted, still listed
+        second = p.run()
+        assert (second["gone"], second["dead_links"], second["unchanged"]) == (1, 1, 9), second
+        third = p.run()  # the deleted page, still listed, is a dead link now
+        assert (third["gone"], third["dead_links"], third["unchanged"]) == (0, 2, 9), third
+        assert urls(p) == {p.url(path) for path in pages if path != "/guide/page3"}
 
 
 def test_a_temporary_redirect_keeps_the_page_under_its_own_url(
@@ -196,21 +217,25 @@ def test_skipped_pages_are_counted_and_visible(
         assert code == 0 and "skipped: 2" in line and "check pages_not_checked: WARN" in line
 
 
-def test_an_unreachable_start_url_fails_in_one_line(
+def test_a_start_url_that_does_not_answer_with_a_page_fails_in_one_line(
     dagster_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     sources = tmp_path / "sources.yaml"
-    # Connection refused. An unresolvable host takes the same path (httpx.ConnectError) but
-    # would send a DNS query off this machine, so it is not tried here.
-    for start in ("http://127.0.0.1:9/docs/",):
-        entry = {"name": "docs", "start_urls": [start], "fetch": {"timeout_s": 2, "max_retries": 0}}
-        sources.write_text(yaml.safe_dump({"sources": [entry], "embedder": {"provider": "hashing"}}))
-        code = main(["--sources", str(sources), "run"])
-        out = capsys.readouterr().out.strip().splitlines()
-        assert code == 1
-        failure = [line for line in out if line.strip().startswith("failure:")]
-        assert len(failure) == 1 and f"start URL {start} did not answer" in failure[0], out
-        assert "nothing was changed" in failure[0]
+    with SiteServer({"/docs/a": Page("<main>a page</main>")}) as server:
+        # Connection refused (an unresolvable host takes the same path, httpx.ConnectError, but
+        # would send a DNS query off this machine), and a mistyped path: a 404, no page to start from.
+        for start, why in (
+            ("http://127.0.0.1:9/docs/", "did not answer"),
+            (server.url("/doc/"), "answered HTTP 404 not found: no page to discover links from"),
+        ):
+            entry = {"name": "docs", "start_urls": [start], "fetch": {"timeout_s": 2, "max_retries": 0}}
+            sources.write_text(yaml.safe_dump({"sources": [entry], "embedder": {"provider": "hashing"}}))
+            code = main(["--sources", str(sources), "run"])
+            out = capsys.readouterr().out.strip().splitlines()
+            assert code == 1
+            failure = [line for line in out if line.strip().startswith("failure:")]
+            assert len(failure) == 1 and f"start URL {start} {why}" in failure[0], out
+            assert "nothing was changed" in failure[0]
 
 
 def test_a_new_source_whose_discovery_finds_nothing_fails(
