@@ -189,13 +189,14 @@ _COPYRIGHT_YEARS = re.compile(
 
 
 def _build_stamp(page: _Page, url: str) -> _Page:
-    """Dates, ids and numbers of build footers ("Built with X at <time>", "Build: <id>")
-    and the years of copyright notices ("© 2019-2026 Acme" -> "© Acme")."""
+    """Dates, ids and numbers of build footers ("Built with X at <time>", "Build: <id>"),
+    and the relative times their removal leaves ("a b3 days ago": a second pass would take
+    "a days ago"); the years of copyright notices ("© 2019-2026 Acme" -> "© Acme")."""
 
     def line(text: str) -> str:
         text = _COPYRIGHT_YEARS.sub(r"\1\2", text)
         build = len(text) <= _BUILD_LINE_MAX and _BUILD_LINE.search(text)
-        return _BUILD_VOLATILE.sub("", text) if build else text
+        return _RELATIVE_TIME.sub("", _BUILD_VOLATILE.sub("", text)) if build else text
 
     return _map_prose(page, line)
 

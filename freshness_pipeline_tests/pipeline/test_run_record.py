@@ -28,14 +28,18 @@ def crawl_report() -> CrawlReport:
 
 def test_the_steps_writes_merge_into_one_record(store: StateStore) -> None:
     run_record.started(store, RUN, "docs", "hot")
-    run_record.crawled(store, RUN, crawl_report())
+    report = crawl_report()
+    report.flagged = {"http://d.test/b": "3 consecutive errors", "http://d.test/c": "held: collapsed"}
+    report.dead_links = ["http://d.test/e"]
+    run_record.crawled(store, RUN, report)
     run_record.sectioned(store, RUN, "docs", ["a section warning"], {"http://d.test/d": "over the page deadline"})
     run_record.indexing(store, RUN, "docs")
     record = store.runs.run_record(RUN)
     assert record is not None
     assert (record["source"], record["tier"], record["status"], record["holder"]) == ("docs", "hot", "running", None)
     facts = record["facts"]
-    assert facts["crawl"] == {"crawled": 3, "errors": 1, "skipped": 0}
+    # b is in error (flagged too), c is held, e is a dead link: the counts of the run line
+    assert facts["crawl"] == {"crawled": 3, "errors": 1, "skipped": 0, "held": 1, "dead_links": 1}
     assert facts["pages"]["errors"] == {"http://d.test/b": "HTTP 500"}
     assert facts["warnings"] == [*crawl_report().warnings, "a section warning"]
     assert facts["running"] == ["vector_index"]
