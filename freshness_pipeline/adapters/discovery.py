@@ -216,7 +216,7 @@ def _crawl_links(fetcher: Fetching, source: Source, known: Mapping[str, Target],
         for res in results.values():
             found.keep(res)
         if depth == 0:
-            _check_start_urls(source, results, fetcher)
+            _check_start_urls(source, results, fetcher, found.warnings)
         current, frontier = frontier, []
         for link in (link for t in current for link in results[t.url].links):
             url = fetcher.normalize(link)
@@ -229,7 +229,13 @@ def _crawl_links(fetcher: Fetching, source: Source, known: Mapping[str, Target],
     return list(pages.values())
 
 
-def _check_start_urls(source: Source, results: Mapping[str, FetchResult], fetcher: Fetching) -> None:
+def _check_start_urls(
+    source: Source, results: Mapping[str, FetchResult], fetcher: Fetching, warnings: list[str]
+) -> None:
+    """A start URL that does not answer fails discovery; one that answers 404/410 (a
+    mistyped path, a page the site removed) fails it when no other start URL is a page,
+    and is a warning otherwise: the known pages are still checked, new ones beyond it missed."""
+    gone: list[str] = []
     for raw in source.start_urls:
         res = results.get(fetcher.normalize(raw))
         robots = fetcher.robots_for(origin(raw)) if source.fetch.obey_robots else None
@@ -237,8 +243,11 @@ def _check_start_urls(source: Source, results: Mapping[str, FetchResult], fetche
             raise DiscoveryError(f"start URL {raw} did not answer ({robots.unreachable})")
         if res is not None and res.outcome is Outcome.ERROR:  # refused, unresolvable, 5xx
             raise DiscoveryError(f"start URL {raw} did not answer ({res.reason})")
-        if res is not None and res.outcome is Outcome.GONE:  # a mistyped path, or a page the site removed
-            raise DiscoveryError(f"start URL {raw} answered {res.reason}: no page to discover links from")
+        if res is not None and res.outcome is Outcome.GONE:
+            gone.append(f"start URL {raw} answered {res.reason}")
+    if gone and len(gone) == len(source.start_urls):
+        raise DiscoveryError(f"{'; '.join(gone)}: no page to discover links from")
+    warnings += [f"{g}: no links discovered from it; correct start_urls" for g in gone]
 
 
 def _scope(fetcher: Fetching, prefix: str) -> str:

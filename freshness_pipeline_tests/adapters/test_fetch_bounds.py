@@ -261,6 +261,19 @@ def test_a_start_url_that_is_no_page_fails_discovery(site: SiteServer, status: i
         f.discover()
 
 
+def test_a_start_url_that_is_no_page_beside_one_that_is_is_a_warning(site: SiteServer) -> None:
+    site.pages["/docs/"] = Page('<a href="/docs/a">a</a>')
+    site.pages["/docs/a"] = Page("a page")
+    gone = site.url("/docs/old/")  # 404: the site removed it, or the path is mistyped
+    src = Source(name="t", start_urls=[site.url("/docs/"), gone], fetch=FetchPolicy(**FAST))
+    with Fetcher(src) as f:
+        found = f.discover()
+    assert normalize_url(site.url("/docs/a")) in {normalize_url(u) for u in found.urls}
+    assert found.warnings == [
+        f"start URL {gone} answered HTTP 404 not found: no links discovered from it; correct start_urls"
+    ]
+
+
 def test_link_discovery_answers_are_reused(site: SiteServer) -> None:
     site.pages["/docs/"] = Page('<a href="/docs/a">a</a> <a href="/docs/b">b</a> <a href="c">c</a>')
     src = Source(name="t", start_urls=[site.url("/docs/")], fetch=FetchPolicy(**FAST))
