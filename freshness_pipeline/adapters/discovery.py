@@ -83,8 +83,8 @@ def discover(fetcher: Fetching, source: Source, known: Mapping[str, Target]) -> 
     """Page URLs of `source`. `known` (normalized URL -> target with the stored body hash)
     lets link discovery tell an unchanged body without extracting it again.
 
-    Raises `DiscoveryError` when a sitemap cannot be read or a start URL does not answer
-    with a page (an error, or 404/410).
+    Raises `DiscoveryError` when a sitemap cannot be read, a start URL does not answer, or
+    no start URL is a page (`_check_start_urls`).
     """
     found = Discovery()
     refused: list[tuple[str, str]] = []  # never a page of this source: not fetched, not stored
@@ -180,8 +180,8 @@ class _SitemapReader:
 
 def _crawl_links(fetcher: Fetching, source: Source, known: Mapping[str, Target], found: Discovery) -> list[str]:
     """Breadth-first link discovery from the start URLs, within scope, obeying robots.
-    Each answer lands in `found.fetched`; a start URL that does not answer, or answers
-    404/410, fails discovery."""
+    Each answer lands in `found.fetched`; the start URLs' answers are checked first
+    (`_check_start_urls`)."""
     d = source.discovery
     include = [re.compile(r) for r in d.include]
     exclude = [re.compile(r) for r in d.exclude]
