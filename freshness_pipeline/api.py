@@ -186,7 +186,13 @@ class Index:
             sources_file=str(self.sources_file),
         )
         for name, outcome in refreshes:
-            record_attempt(self.settings, name, outcome)
+            try:
+                record_attempt(self.settings, name, outcome)
+            except KeyboardInterrupt:  # a Ctrl-C once the run had ended: it is said as it ended
+                landed = outcome.get("status") == "success" or bool(outcome.get("committed"))
+                if landed:
+                    yield name, outcome
+                raise Interrupted(name, landed, names[names.index(name) + 1 :]) from None
             yield name, outcome
 
     def release(

@@ -216,7 +216,7 @@ def _crawl_links(fetcher: Fetching, source: Source, known: Mapping[str, Target],
         for res in results.values():
             found.keep(res)
         if depth == 0:
-            _check_start_urls(source, results, fetcher, found.warnings)
+            _check_start_urls(source, results, fetcher, found)
         current, frontier = frontier, []
         for link in (link for t in current for link in results[t.url].links):
             url = fetcher.normalize(link)
@@ -229,12 +229,11 @@ def _crawl_links(fetcher: Fetching, source: Source, known: Mapping[str, Target],
     return list(pages.values())
 
 
-def _check_start_urls(
-    source: Source, results: Mapping[str, FetchResult], fetcher: Fetching, warnings: list[str]
-) -> None:
+def _check_start_urls(source: Source, results: Mapping[str, FetchResult], fetcher: Fetching, found: Discovery) -> None:
     """A start URL that does not answer fails discovery; one that answers 404/410 (a
-    mistyped path, a page the site removed) fails it when no other start URL is a page,
-    and is a warning otherwise: the known pages are still checked, new ones beyond it missed."""
+    mistyped path, a page the site removed) fails it when neither another start URL nor a
+    sitemap gave a page, and is a warning otherwise: the known pages are still checked,
+    new ones beyond it missed."""
     gone: list[str] = []
     for raw in source.start_urls:
         res = results.get(fetcher.normalize(raw))
@@ -245,9 +244,9 @@ def _check_start_urls(
             raise DiscoveryError(f"start URL {raw} did not answer ({res.reason})")
         if res is not None and res.outcome is Outcome.GONE:
             gone.append(f"start URL {raw} answered {res.reason}")
-    if gone and len(gone) == len(source.start_urls):
+    if gone and len(gone) == len(source.start_urls) and not found.urls:  # (the sitemaps' URLs, so far)
         raise DiscoveryError(f"{'; '.join(gone)}: no page to discover links from")
-    warnings += [f"{g}: no links discovered from it; correct start_urls" for g in gone]
+    found.warnings += [f"{g}: no links discovered from it; correct start_urls" for g in gone]
 
 
 def _scope(fetcher: Fetching, prefix: str) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..adapters.state.store import StateStore, migrate
 from ..config import Settings, state_url
+from .faults import crash_point
 
 
 def latest_attempt(
@@ -35,6 +36,7 @@ def record_attempt(settings: Settings, name: str, outcome: Mapping[str, Any]) ->
     brought to the newest schema first: a run that failed before its first step never
     migrated it."""
     url = state_url(settings)
+    crash_point("attempt")
     migrate(url)
     store = StateStore(url)
     now, run_id = time.time(), outcome.get("run_id")

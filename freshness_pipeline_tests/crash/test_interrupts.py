@@ -116,6 +116,24 @@ def test_ctrl_c_after_vector_index_materialized_reports_its_commit(
         assert set(records(env_for(home, sources))) == pages.expected(site.base_url)
 
 
+def test_ctrl_c_as_a_landed_run_is_being_recorded_says_it_landed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C after the run ended, as its attempt is recorded: its line is printed, and the
+    stop says its commit had landed (exit 0), as for a Ctrl-C after the commit inside the run."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    with DocsSite() as site:
+        site.publish(generate(4, sections_per_page=2, seed=10).markdown())
+        sources = sources_file(tmp_path / "sources.yaml", site.sitemap_url)
+        run = freshness(env_for(home, sources) | {CRASH_ENV: "attempt", SIGNAL_ENV: "INT"}, "run")
+        out, err = finish(run)
+        assert run.returncode == 0 and out.startswith("docs: crawled: 4 new: 4 "), (run.returncode, out, err[-2000:])
+        assert err.rstrip().endswith("freshness: interrupted: docs: its commit had landed (reported above)"), err
+        assert set(records(env_for(home, sources))) == generate(4, sections_per_page=2, seed=10).expected(site.base_url)
+
+
 def test_ctrl_c_before_the_commit_is_the_last_attempt_status_shows(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
