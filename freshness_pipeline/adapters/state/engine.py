@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, ExceptionContext, make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from sqlalchemy.pool import QueuePool
 
 from ..damage import DamagedState, StateUnreachable
@@ -45,13 +45,28 @@ def make_engine(url: str, *, read_only: bool) -> Engine:
         connect = lambda: sqlite3.connect(uri, uri=True, check_same_thread=False)  # noqa: E731
         engine = create_engine("sqlite://", creator=connect, poolclass=QueuePool)
     else:
-        engine = create_engine(url, future=True)
+        engine = _server_engine(url, parsed)
     if parsed.get_backend_name() == "sqlite":
         event.listen(engine, "connect", _sqlite_read_pragmas if read_only else _sqlite_pragmas)
         event.listen(engine, "handle_error", _sqlite_damage(Path(parsed.database or "")))
     else:
         event.listen(engine, "handle_error", _server_unreachable(parsed))
     return engine
+
+
+def _server_engine(url: str, parsed: URL) -> Engine:
+    """A database server's engine; a URL naming no database, or a driver this install lacks
+    (a bare `postgresql://` is psycopg 3), is one `StateUnreachable` line."""
+    shown = parsed.render_as_string(hide_password=True)
+    if not parsed.database:  # the login's default database, which others share (Dagster's `runs`)
+        raise StateUnreachable(f"the state database URL {shown} ({WHERE}) names no database: name one of its own")
+    try:
+        return create_engine(url, future=True)
+    except (NoSuchModuleError, ModuleNotFoundError) as exc:
+        raise StateUnreachable(
+            f"the state database URL {shown} ({WHERE}) needs a driver this install lacks ({exc}); "
+            "for PostgreSQL write postgresql+psycopg2://"
+        ) from None
 
 
 def _redacted(url: str) -> str:
