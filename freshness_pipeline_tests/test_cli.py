@@ -49,7 +49,7 @@ def cli(*args: str, expect: int = 0) -> tuple[str, str]:
 
 def test_run_lines_show_only_the_counts_the_run_produced() -> None:
     assert run_lines("docs", {"status": "failure", "message": "fetched_pages: DiscoveryError: boom"}) == [
-        "docs: the crawl did not run",
+        "docs: the crawl did not finish",
         "  failure: fetched_pages: DiscoveryError: boom",
     ]
     blocked = {"status": "blocked", "message": "change_spike: 24 of 24 sections", "crawled": 8, "errors": 0}

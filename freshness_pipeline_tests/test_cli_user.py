@@ -106,7 +106,7 @@ def test_a_missing_service_setting_fails_the_run_before_any_page_is_fetched(
         sources = str(write_sources(dagster_home / "sources.yaml", site.sitemap_url, **settings))
         out, _ = cli("run", "--sources", sources, expect=1)
         first, failure = out.splitlines()
-        assert first == "docs: the crawl did not run", out
+        assert first == "docs: the crawl did not finish", out
         assert failure.startswith("  failure: fetched_pages: ConfigError: ") and missing in failure, out
         assert site.requests == 0, "the crawl ran before the missing setting was found"
 

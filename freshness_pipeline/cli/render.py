@@ -50,7 +50,8 @@ def run_lines(name: str, outcome: dict[str, Any]) -> list[str]:
     is one line with the count of pages, as is any reason shared by several pages."""
     line = run_line(outcome)
     nothing = " (nothing was indexed)" if line and outcome.get("new") is None else ""
-    lines = [f"{name}: {line or 'the crawl did not run'}{nothing}"]
+    empty = "no counts recorded" if outcome.get("status") == "success" else "the crawl did not finish"
+    lines = [f"{name}: {line or empty}{nothing}"]
     status, message = outcome.get("status"), outcome.get("message") or ""
     if status != "success":
         lines.append(f"  {status}: {plain_error(message) or 'no message'}")

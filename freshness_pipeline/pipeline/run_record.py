@@ -35,6 +35,10 @@ SHOWN = 20  # pages of each kind in an outcome
 INDEX_STEP = "vector_index"  # the step that commits
 RUNNING, SUCCESS, BLOCKED, FAILURE = "running", "success", "blocked", "failure"
 OUTSIDE = "run FAILURE outside its steps"  # a failure no step of the run recorded
+UNRECORDED = (  # a run that succeeded with no record here: its steps wrote to another state store
+    "no record of this run in the state store this command reads: its steps wrote theirs to another "
+    "($FRESHNESS_STATE_URL, else the sources file's `state_url`, must be the deployment's)"
+)
 
 
 def note(
@@ -122,7 +126,7 @@ def outcome(
     checks = [{**c, "passed": False} for c in facts.get("checks") or []]
     out["checks"] = checks
     if status == "SUCCESS":
-        return {**out, "status": SUCCESS}
+        return {**out, "status": SUCCESS} | ({"warnings": [UNRECORDED]} if record is None else {})
     blocked = [c for c in checks if c["name"] in (facts.get("blocked") or [])]
     if blocked and commit is None:
         message = "; ".join(f"{c['name']}: {c['description'] or 'failed'}" for c in blocked)

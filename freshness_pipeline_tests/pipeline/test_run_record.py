@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from freshness_pipeline.adapters.state.store import StateStore, migrate
+from freshness_pipeline.cli.render import run_lines
 from freshness_pipeline.pipeline import run_record
 from freshness_pipeline.pipeline.crawl import CrawlReport
 
@@ -89,3 +90,11 @@ def test_a_run_that_ended_unseen_by_its_steps(store: StateStore) -> None:
     run_record.indexing(store, RUN, "docs")
     out = run_record.outcome(RUN, "FAILURE", store.runs.run_record(RUN), None)
     assert "vector_index was still running in its worker when the run ended" in out["message"]
+
+
+def test_a_success_with_no_record_here_says_its_record_is_elsewhere() -> None:
+    """`--submit` from a machine whose state store is not the deployment's: Dagster says
+    SUCCESS, and this store holds nothing of the run. No counts are made up."""
+    done = run_record.outcome(RUN, "SUCCESS", None, None)
+    assert (done["status"], done["warnings"]) == ("success", [run_record.UNRECORDED])
+    assert run_lines("docs", done) == ["docs: no counts recorded", f"  warning: {run_record.UNRECORDED}"]
