@@ -130,6 +130,7 @@ def run(
             metavar="URL",
             help="submit the runs to the Dagster deployment whose webserver is at URL and wait for them "
             "(default $FRESHNESS_DAGSTER_URL; unset: run them here, on $DAGSTER_HOME's instance)",
+            callback=lambda url: url if url is None else _not_empty(url),
         ),
     ] = None,
     sources: SourcesFile = None,

@@ -81,7 +81,8 @@ def submit_refreshes(
     parts = urlsplit(url if "//" in url else f"http://{url}")
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise SubmitError(f"{URL_ENV} / --submit {url!r}: expected the webserver's URL, e.g. http://host:3000")
-    api = _GraphQL(f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}/graphql", policy.graphql_timeout_s)
+    path = parts.path.rstrip("/").removesuffix("/graphql")  # the webserver's URL, or its endpoint's
+    api = _GraphQL(f"{parts.scheme}://{parts.netloc}{path}/graphql", policy.graphql_timeout_s)
     order = list(dict.fromkeys(sources))
     runs: dict[str, tuple[str, float]] = {}
     for source in order:

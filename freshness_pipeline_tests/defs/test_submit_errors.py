@@ -81,6 +81,9 @@ def _server(answer: Answer) -> Iterator[str]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers["Content-Length"]))
+            if self.path != "/graphql":  # as dagster-webserver answers a POST elsewhere
+                _json(self, {"message": "Method Not Allowed"}, status=405)
+                return
             answer(self, json.loads(body))
 
         def log_message(self, *args: object) -> None:
@@ -159,3 +162,20 @@ def test_a_silent_port_is_one_error_line(tmp_path: Path, monkeypatch: pytest.Mon
     with _silent() as url:
         code, err, elapsed = _run(tmp_path, url, monkeypatch)
     _assert_one_line(code, err, elapsed, url, f"no answer within {TIMEOUT_S:g} s")
+
+
+@pytest.mark.parametrize("endpoint", ["/graphql", "/graphql/"])
+def test_the_graphql_endpoint_given_as_the_url_is_the_endpoint(
+    endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with _server(_graphql) as url:
+        code, err, elapsed = _run(tmp_path, url + endpoint, monkeypatch)
+    _assert_one_line(code, err, elapsed, url, "could not be found")  # it reached the endpoint, once
+    assert "/graphql/graphql" not in err
+
+
+def test_an_empty_url_is_a_usage_error_not_a_run_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(SystemExit) as stop:
+        _run(tmp_path, "", monkeypatch)
+    assert stop.value.code == 2
+    assert not (tmp_path / "home").exists()  # nothing ran on this machine's instance
