@@ -16,6 +16,7 @@ for a failure no step recorded, the run's failure message as the webserver gives
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -36,6 +37,7 @@ JOB = "refresh"
 PARTITIONS = "sources"
 FINISHED = ("SUCCESS", "FAILURE", "CANCELED")
 PAGE = 1000  # events per query
+QUEUED_SAID_AFTER = 3  # reads of a submitted run: one still queued then is said once (no daemon?)
 
 _LAUNCH = """mutation($params: ExecutionParams!) {
   launchRun(executionParams: $params) {
@@ -88,9 +90,14 @@ def submit_refreshes(
     for source in order:
         _add_partition(api, source)
         runs[source] = (_launch(api, source, {**run_tags(tier, tags), PARTITION_TAG: source}), time.monotonic())
-    for source in order:
+    for i, source in enumerate(order):
         run_id, since = runs[source]
-        yield source, _watch(api, run_id, source, settings, since)
+        try:
+            done = _watch(api, run_id, source, settings, since)
+        except KeyboardInterrupt:  # this command stops waiting; the runs are the deployment's
+            going = ", ".join(f"{s} {runs[s][0]}" for s in order[i:])
+            raise KeyboardInterrupt(f"the submitted runs go on in the deployment: {going}") from None
+        yield source, done
 
 
 class _GraphQL:
@@ -174,12 +181,19 @@ def _watch(api: _GraphQL, run_id: str, source: str, settings: Settings, since: f
     """Wait for the run to end (at most `runs.submit_wait_s` after it was submitted) and
     summarize it; says on stderr what its workers do (`WorkerWatch`)."""
     policy = settings.runs
-    workers = WorkerWatch(api.field, settings, run_id, source)
+    workers, polls = WorkerWatch(api.field, settings, run_id, source), 0
     while (status := _status(api, run_id)) not in FINISHED:
         if time.monotonic() - since > policy.submit_wait_s:
             raise SubmitError(
                 f"{api.endpoint}: run {run_id} of {source} is still {status} after "
                 f"{policy.submit_wait_s:g} s (runs.submit_wait_s); it goes on in the deployment"
+            )
+        if (polls := polls + 1) == QUEUED_SAID_AFTER and status == "QUEUED":
+            print(
+                f"{source}: run {run_id} is still QUEUED: the deployment's dagster-daemon launches it; "
+                f"waiting at most {policy.submit_wait_s:g} s (runs.submit_wait_s)",
+                file=sys.stderr,
+                flush=True,
             )
         workers.look()
         time.sleep(policy.poll_s)

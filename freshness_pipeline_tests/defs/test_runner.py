@@ -9,18 +9,21 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import dagster as dg
 import pytest
 
 from freshness_pipeline.config import load_settings
+from freshness_pipeline.defs.remote import QUEUED_SAID_AFTER
 from freshness_pipeline.defs.run_status import ended
 from freshness_pipeline.defs.runner import run_refresh
 from freshness_pipeline.demo.server import DocsSite
 from freshness_pipeline.pipeline.run_record import OUTSIDE
 from freshness_pipeline_tests.dagster_services import daemon, stop_sensors, webserver
 from freshness_pipeline_tests.defs.harness import SOURCE
+from freshness_pipeline_tests.processes import as_in_a_terminal, in_own_group, stop_group
 from freshness_pipeline_tests.sitegen import generate
 
 REPO = Path(__file__).resolve().parents[2]
@@ -74,6 +77,28 @@ def test_a_run_that_fails_outside_its_steps_says_so(sources: Path, instance: dg.
     assert outcome["message"].startswith(f"{OUTSIDE}: Execution of run for "), outcome
 
 
+def _queued_then_ctrl_c(env: dict[str, str], url: str, err: Path) -> str:
+    """`freshness run --submit` with no daemon to launch its run: it says once that the run is
+    still queued; a Ctrl-C then says the run goes on in the deployment. The run's id."""
+    cmd = [sys.executable, "-m", "freshness_pipeline.cli", "run", "--submit", url]
+    with err.open("w") as log:
+        waiting = in_own_group(cmd, env=env, stdout=subprocess.DEVNULL, stderr=log, preexec_fn=as_in_a_terminal)
+    try:
+        deadline = (
+            time.monotonic() + 120 + QUEUED_SAID_AFTER * load_settings(Path(env["FRESHNESS_SOURCES"])).runs.poll_s
+        )
+        while "is still QUEUED" not in err.read_text() and time.monotonic() < deadline and waiting.poll() is None:
+            time.sleep(0.2)
+        (said,) = [line for line in err.read_text().splitlines() if "is still QUEUED" in line]
+    finally:
+        stop_group(waiting)
+    last = err.read_text().rstrip().splitlines()[-1]
+    assert last.startswith(f"freshness: interrupted: the submitted runs go on in the deployment: {SOURCE} "), last
+    run_id = last.rsplit(" ", 1)[1]
+    assert said.startswith(f"{SOURCE}: run {run_id} is still QUEUED: the deployment's dagster-daemon launches it"), said
+    return run_id
+
+
 def _cli(env: dict[str, str], *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, "-m", "freshness_pipeline.cli", *args]
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
@@ -87,10 +112,14 @@ def test_run_submit_goes_through_a_real_webserver_and_prints_the_runs_counts(
     env = {**os.environ, "PYTHONPATH": str(REPO), "DAGSTER_HOME": str(dagster_home), "FRESHNESS_SOURCES": str(sources)}
     with webserver(env, tmp_path / "webserver.log") as url:
         stop_sensors(url)  # no run of theirs beside the test's (those that launch runs load stopped)
+        queued = _queued_then_ctrl_c(env, url, tmp_path / "queued.err")  # no daemon yet
         with daemon(env, tmp_path / "daemon.log"):
-            done = _cli(env, "run", "--submit", url, "--json")
+            done = _cli(env, "run", "--submit", url, "--json")  # waits in the queue behind that one
             text = _cli({**env, "FRESHNESS_DAGSTER_URL": url}, "run")  # the variable instead of the option
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    with dg.DagsterInstance.get() as instance:  # the run the Ctrl-C'd command left went on, and ended
+        left = instance.get_run_by_id(queued)
+        assert left is not None and left.status == dg.DagsterRunStatus.SUCCESS, left
     (outcome,) = [json.loads(line) for line in done.stdout.splitlines()]
     assert outcome["status"] == "success" and outcome["source"] == SOURCE, outcome
     with dg.DagsterInstance.get() as instance:
