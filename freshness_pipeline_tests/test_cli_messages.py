@@ -244,6 +244,25 @@ def test_a_state_url_that_cannot_be_opened_is_one_line_naming_it(
         assert err.rstrip().endswith(ends) and "secret" not in err and "Traceback" not in err, (args, err)
 
 
+def test_an_instance_that_reads_unset_variables_is_one_line_naming_them(
+    dagster_home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The deployment's dagster.yaml (Postgres storage) on a machine without its variables:
+    one line naming them, exit 2, before Dagster tries a connection."""
+    shipped = Path(__file__).resolve().parents[1] / "dagster_home" / "dagster.postgres.yaml"
+    (dagster_home / "dagster.yaml").write_text(shipped.read_text())
+    for name in ("DAGSTER_PG_USERNAME", "DAGSTER_PG_PASSWORD", "DAGSTER_PG_HOST", "DAGSTER_PG_PORT", "DAGSTER_PG_DB"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("DAGSTER_PG_DB", "freshness_dagster")
+    sources = str(write_sources(dagster_home / "sources.yaml", "http://127.0.0.1:9/sitemap.xml"))
+    assert main(["--sources", sources, "run"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"error: the Dagster instance of {dagster_home} (its dagster.yaml) reads DAGSTER_PG_HOST, "
+        "DAGSTER_PG_PASSWORD, DAGSTER_PG_PORT, DAGSTER_PG_USERNAME, not set in this environment\n"
+    )
+
+
 MOMENTS = {
     "starting": "0.5 s after the command started, before Dagster is imported",
     "crawling": "while the sitemap request hangs, inside the first step",

@@ -21,13 +21,17 @@ What each run did is its own record in the state store, read with its status (`r
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import yaml
 
 from ..adapters.interrupts import observing
 from ..config import ConfigError, Settings, load_settings
@@ -77,7 +81,7 @@ def run_refreshes(
             f"${EXECUTOR_ENV}={name}: its runs execute on the deployment, not in this process; "
             f"submit them to its webserver with `freshness run --submit URL` (or ${URL_ENV})"
         )
-    with dg.DagsterInstance.local_temp(str(settings.home)) as instance:  # its storages closed at the end
+    with _instance(settings) as instance:
         config = _run_config(settings, sources_file, log_level)
         order = list(dict.fromkeys(sources))
         _add_partitions(instance, order)
@@ -117,6 +121,37 @@ def run_refreshes(
             elif done["run_id"] is not None:  # a run that started is the source's last attempt
                 record_attempt(settings, source, {**done, "status": "failure", "message": STOPPED})
             raise Interrupted(source, landed, order[i + 1 :])
+
+
+@contextmanager
+def _instance(settings: Settings) -> Iterator[dg.DagsterInstance]:
+    """The home's instance, its storages closed at the end. One that cannot be opened (the
+    database its dagster.yaml names out of reach, a variable it reads unset) is one line."""
+    where = f"the Dagster instance of {settings.home} (its dagster.yaml)"
+    if unset := [name for name in _variables(settings.home / "dagster.yaml") if name not in os.environ]:
+        raise ConfigError(f"{where} reads {', '.join(sorted(unset))}, not set in this environment")
+    try:
+        opened = dg.DagsterInstance.local_temp(str(settings.home))
+    except Exception as exc:  # whatever its storage raises: Dagster's, or its database driver's
+        why = (str(exc).strip().splitlines() or [""])[0][:300]
+        raise ConfigError(f"{where} cannot be opened: {type(exc).__name__}: {why}") from exc
+    with opened as instance:
+        yield instance
+
+
+def _variables(config: Path) -> set[str]:
+    """The environment variables a dagster.yaml reads (`{env: NAME}`, as `dagster.postgres.yaml` does)."""
+    found: set[str] = set()
+    todo: list[Any] = [yaml.safe_load(config.read_text())] if config.is_file() else []
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            if isinstance(env := node.get("env"), str) and len(node) == 1:
+                found.add(env)
+            todo += node.values()
+        elif isinstance(node, list):
+            todo += node
+    return found
 
 
 def _add_partitions(instance: dg.DagsterInstance, sources: list[str]) -> None:
