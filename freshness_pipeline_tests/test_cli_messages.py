@@ -225,6 +225,8 @@ DRIVER = "for PostgreSQL write postgresql+psycopg2://"
         ("postgresql://reader:secret@127.0.0.1:1/state", "the state database URL postgresql://reader:***@", DRIVER),
         ("postgres://reader:secret@127.0.0.1:1/state", "the state database URL postgres://reader:***@", DRIVER),
         ("postgresql+psycopg2://reader:secret@127.0.0.1:1", "the state database URL postgresql+psycopg2://", "own"),
+        # A password holding an unescaped @: the host the URL parses to holds the rest of it.
+        ("postgresql+psycopg2://reader:a@secret@127.0.0.1:1/state", "the state database URL ", "write it %40"),
     ],
 )
 def test_a_state_url_that_cannot_be_opened_is_one_line_naming_it(

@@ -50,14 +50,17 @@ def make_engine(url: str, *, read_only: bool) -> Engine:
         event.listen(engine, "connect", _sqlite_read_pragmas if read_only else _sqlite_pragmas)
         event.listen(engine, "handle_error", _sqlite_damage(Path(parsed.database or "")))
     else:
-        event.listen(engine, "handle_error", _server_unreachable(parsed))
+        event.listen(engine, "handle_error", _server_unreachable(url))
     return engine
 
 
 def _server_engine(url: str, parsed: URL) -> Engine:
-    """A database server's engine; a URL naming no database, or a driver this install lacks
-    (a bare `postgresql://` is psycopg 3), is one `StateUnreachable` line."""
-    shown = parsed.render_as_string(hide_password=True)
+    """A database server's engine; a URL whose password holds an unescaped `@`, that names
+    no database, or needs a driver this install lacks (a bare `postgresql://` is psycopg 3),
+    is one `StateUnreachable` line."""
+    shown = _redacted(url)
+    if url.partition("//")[2].partition("/")[0].count("@") > 1:  # the rest would be read as the host
+        raise StateUnreachable(f"the state database URL {shown} ({WHERE}) has an @ in its password: write it %40")
     if not parsed.database:  # the login's default database, which others share (Dagster's `runs`)
         raise StateUnreachable(f"the state database URL {shown} ({WHERE}) names no database: name one of its own")
     try:
@@ -70,11 +73,12 @@ def _server_engine(url: str, parsed: URL) -> Engine:
 
 
 def _redacted(url: str) -> str:
-    """The URL with any password masked (it may not parse, so not through SQLAlchemy)."""
-    return re.sub(r"(//[^/@:]*:)[^/@]*@", r"\1***@", url)
+    """The URL with any password masked, up to the host's `@` however many the password
+    holds unescaped (it may not parse, so not through SQLAlchemy)."""
+    return re.sub(r"(//[^/@:]*:)[^/]*@", r"\1***@", url)
 
 
-def _server_unreachable(url: URL) -> Any:
+def _server_unreachable(url: str) -> Any:
     """A `handle_error` hook: a server that refuses the first connection (down, wrong host,
     port, user or database) becomes one `StateUnreachable` line naming the URL."""
 
@@ -82,7 +86,7 @@ def _server_unreachable(url: URL) -> Any:
         if ctx.connection is None and ctx.is_disconnect is False and ctx.original_exception is not None:
             reason = str(ctx.original_exception).strip().splitlines()[0]
             raise StateUnreachable(
-                f"cannot connect to the state database {url.render_as_string(hide_password=True)} ({WHERE}): {reason}"
+                f"cannot connect to the state database {_redacted(url)} ({WHERE}): {reason}"
             ) from None
 
     return hook
