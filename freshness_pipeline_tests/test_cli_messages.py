@@ -265,6 +265,20 @@ def test_an_instance_that_reads_unset_variables_is_one_line_naming_them(
     )
 
 
+@pytest.mark.parametrize(
+    ("text", "says"), [("storage: [unclosed\n", "not valid YAML: line 2, column 1"), ("- a list\n", "not a mapping")]
+)
+def test_a_dagster_yaml_that_is_not_yaml_is_one_line_naming_it(
+    text: str, says: str, dagster_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (dagster_home / "dagster.yaml").write_text(text)
+    sources = str(write_sources(dagster_home / "sources.yaml", "http://127.0.0.1:9/sitemap.xml"))
+    assert main(["--sources", sources, "run"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {dagster_home / 'dagster.yaml'}: {says}") and "Traceback" not in err, err
+    assert (dagster_home / "dagster.yaml").read_text() == text  # left as it was
+
+
 MOMENTS = {
     "starting": "0.5 s after the command started, before Dagster is imported",
     "crawling": "while the sitemap request hangs, inside the first step",

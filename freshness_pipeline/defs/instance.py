@@ -11,6 +11,9 @@ from typing import Any
 
 import yaml
 
+from ..config import ConfigError
+from ..settings_errors import yaml_problem
+
 INSTANCE_CONFIG: dict[str, Any] = {
     "telemetry": {"enabled": False},
     # The run's event log keeps INFO and up: each event is one write to the event log, and the
@@ -69,7 +72,12 @@ def write_instance_config(home: Path) -> list[str]:
         path.write_text(HEADER + yaml.safe_dump(INSTANCE_CONFIG, sort_keys=False))
         return [f"{path}: written (docs/dagster.md)"]
     text = path.read_text()
-    found = yaml.safe_load(text) or {}
+    try:
+        found = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {yaml_problem(exc)}") from None
+    if not isinstance(found, dict):
+        raise ConfigError(f"{path}: not a mapping of Dagster's instance settings")
     changes = [
         f"{key}: {change}" for key in INSTANCE_CONFIG for change in _differences(found.get(key), INSTANCE_CONFIG[key])
     ]

@@ -140,9 +140,13 @@ def _instance(settings: Settings) -> Iterator[dg.DagsterInstance]:
 
 
 def _variables(config: Path) -> set[str]:
-    """The environment variables a dagster.yaml reads (`{env: NAME}`, as `dagster.postgres.yaml` does)."""
+    """The environment variables a dagster.yaml reads (`{env: NAME}`, as `dagster.postgres.yaml`
+    does); none when it is not YAML (Dagster's own open then says so)."""
     found: set[str] = set()
-    todo: list[Any] = [yaml.safe_load(config.read_text())] if config.is_file() else []
+    try:
+        todo: list[Any] = [yaml.safe_load(config.read_text())] if config.is_file() else []
+    except yaml.YAMLError:
+        return found
     while todo:
         node = todo.pop()
         if isinstance(node, dict):
