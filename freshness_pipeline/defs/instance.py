@@ -107,3 +107,22 @@ def _differences(old: Any, new: Any, at: str = "") -> list[str]:
     if old is _ABSENT or old is None:
         return [f"{where}set to {new!r}"]
     return [f"{where}{old!r} -> {new!r}"]
+
+
+def instance_variables(home: Path) -> set[str]:
+    """The environment variables `home/dagster.yaml` reads (`{env: NAME}`, as
+    `dagster.postgres.yaml` does); none when it is not YAML (Dagster's own open says so)."""
+    path, found = home / "dagster.yaml", set[str]()
+    try:
+        todo: list[Any] = [yaml.safe_load(path.read_text())] if path.is_file() else []
+    except yaml.YAMLError:
+        return found
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            if isinstance(env := node.get("env"), str) and len(node) == 1:
+                found.add(env)
+            todo += node.values()
+        elif isinstance(node, list):
+            todo += node
+    return found

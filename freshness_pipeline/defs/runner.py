@@ -27,11 +27,9 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import dagster as dg
-import yaml
 
 from ..adapters.interrupts import observing
 from ..config import ConfigError, Settings, load_settings
@@ -40,6 +38,7 @@ from ..pipeline.errors import Interrupted, SourceWaitExpired
 from ..pipeline.source_runs import SourceHold, holding_source
 from .dead_runs import fail_dead_run
 from .executors import EXECUTOR_ENV, executor_name
+from .instance import instance_variables
 from .partitions import SOURCES
 from .remote import URL_ENV
 from .run_status import ended
@@ -128,7 +127,7 @@ def _instance(settings: Settings) -> Iterator[dg.DagsterInstance]:
     """The home's instance, its storages closed at the end. One that cannot be opened (the
     database its dagster.yaml names out of reach, a variable it reads unset) is one line."""
     where = f"the Dagster instance of {settings.home} (its dagster.yaml)"
-    if unset := [name for name in _variables(settings.home / "dagster.yaml") if name not in os.environ]:
+    if unset := [name for name in instance_variables(settings.home) if name not in os.environ]:
         raise ConfigError(f"{where} reads {', '.join(sorted(unset))}, not set in this environment")
     try:
         opened = dg.DagsterInstance.local_temp(str(settings.home))
@@ -137,25 +136,6 @@ def _instance(settings: Settings) -> Iterator[dg.DagsterInstance]:
         raise ConfigError(f"{where} cannot be opened: {type(exc).__name__}: {why}") from exc
     with opened as instance:
         yield instance
-
-
-def _variables(config: Path) -> set[str]:
-    """The environment variables a dagster.yaml reads (`{env: NAME}`, as `dagster.postgres.yaml`
-    does); none when it is not YAML (Dagster's own open then says so)."""
-    found: set[str] = set()
-    try:
-        todo: list[Any] = [yaml.safe_load(config.read_text())] if config.is_file() else []
-    except yaml.YAMLError:
-        return found
-    while todo:
-        node = todo.pop()
-        if isinstance(node, dict):
-            if isinstance(env := node.get("env"), str) and len(node) == 1:
-                found.add(env)
-            todo += node.values()
-        elif isinstance(node, list):
-            todo += node
-    return found
 
 
 def _add_partitions(instance: dg.DagsterInstance, sources: list[str]) -> None:

@@ -116,43 +116,34 @@ def test_ctrl_c_after_vector_index_materialized_reports_its_commit(
         assert set(records(env_for(home, sources))) == pages.expected(site.base_url)
 
 
-def test_ctrl_c_as_a_landed_run_is_being_recorded_says_it_landed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_ctrl_c_as_a_landed_run_is_being_recorded_says_it_landed(tmp_path: Path, dagster_home: Path) -> None:
     """A Ctrl-C after the run ended, as its attempt is recorded: its line is printed, and the
     stop says its commit had landed (exit 0), as for a Ctrl-C after the commit inside the run."""
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    site_now = generate(4, sections_per_page=2, seed=10)
     with DocsSite() as site:
-        site.publish(generate(4, sections_per_page=2, seed=10).markdown())
+        site.publish(site_now.markdown())
         sources = sources_file(tmp_path / "sources.yaml", site.sitemap_url)
-        run = freshness(env_for(home, sources) | {CRASH_ENV: "attempt", SIGNAL_ENV: "INT"}, "run")
+        run = freshness(env_for(dagster_home, sources) | {CRASH_ENV: "attempt", SIGNAL_ENV: "INT"}, "run")
         out, err = finish(run)
         assert run.returncode == 0 and out.startswith("docs: crawled: 4 new: 4 "), (run.returncode, out, err[-2000:])
         assert err.rstrip().endswith("freshness: interrupted: docs: its commit had landed (reported above)"), err
-        assert set(records(env_for(home, sources))) == generate(4, sections_per_page=2, seed=10).expected(site.base_url)
+        assert set(records(env_for(dagster_home, sources))) == site_now.expected(site.base_url)
 
 
-def test_ctrl_c_before_the_commit_is_the_last_attempt_status_shows(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_ctrl_c_before_the_commit_is_the_last_attempt_status_shows(tmp_path: Path, dagster_home: Path) -> None:
     """A Ctrl-C inside vector_index before its commit (as its writes are being recorded):
     nothing was committed, and `freshness status` shows that run as the last attempt, failed
     as interrupted, beside the last success."""
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("DAGSTER_HOME", str(home))
     with DocsSite() as site:
         site.publish(generate(4, sections_per_page=2, seed=8).markdown())
         sources = sources_file(tmp_path / "sources.yaml", site.sitemap_url)
-        assert finish(run := freshness(env_for(home, sources), "run"))[0].startswith("docs: ")
+        assert finish(run := freshness(env_for(dagster_home, sources), "run"))[0].startswith("docs: ")
         site.publish(generate(4, sections_per_page=2, seed=9).markdown())
-        run = freshness(env_for(home, sources) | {CRASH_ENV: "intents", SIGNAL_ENV: "INT"}, "run")
+        run = freshness(env_for(dagster_home, sources) | {CRASH_ENV: "intents", SIGNAL_ENV: "INT"}, "run")
         out, err = finish(run)
         assert run.returncode == SIGINT_EXIT and not out, (run.returncode, out, err[-2000:])
         assert err.rstrip().endswith("freshness: interrupted: docs: nothing of its run was committed"), err
-        status = freshness(env_for(home, sources), "status", "--json")
+        status = freshness(env_for(dagster_home, sources), "status", "--json")
         (row,) = json.loads(finish(status)[0])
     attempt = row["last_attempt"]
     assert attempt["status"] == "failure" and attempt["message"] == STOPPED, attempt
